@@ -1,0 +1,155 @@
+"""The pytest face of the grader: points, visibility, the submission to grade, the score.
+
+Enable it with `pytest_plugins = ["grader.plugin"]` in a conftest.py. It adds
+
+    --impl DIR        the submission the suites grade (default: the `grader_impl` ini
+                      value, else `reference/` next to the tests)
+    --suite NAME      public (default), hidden or all
+
+and the markers `points(n)`, `topic(name)`, `assignment(name)` and `hidden`. Every graded
+case runs on the submission and on PyTorch; a failure shows the diagnostic, not a traceback.
+At the end of the run it prints a table per topic and the score line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.cases import Case
+from grader.grading import InProcessEngine, verdict
+from grader.loading import SubmissionError
+from grader.oracle import Oracle
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("grader")
+    group.addoption("--impl", metavar="DIR", help="submission directory to grade (default: reference/)")
+    group.addoption(
+        "--suite", choices=("public", "hidden", "all"), default="public", help="which graded suites run"
+    )
+    parser.addini("grader_impl", "default submission directory, relative to the rootdir", default="reference")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "points(n): what the test is worth")
+    config.addinivalue_line("markers", "topic(name): the row of the score table")
+    config.addinivalue_line("markers", "assignment(name): micrograd or needle")
+    config.addinivalue_line("markers", "hidden: part of the hidden suite (runs with --suite hidden/all)")
+    config.stash[_STATE] = _State(config)
+    config.pluginmanager.register(config.stash[_STATE], "grader-state")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    suite = config.getoption("--suite")
+    keep, drop = [], []
+    for item in items:
+        hidden = item.get_closest_marker("hidden") is not None
+        wanted = suite == "all" or (suite == "hidden") == hidden
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@dataclass
+class _Row:
+    assignment: str
+    topic: str
+    passed: int = 0
+    total: int = 0
+    score: float = 0.0
+    max_score: float = 0.0
+
+
+class _State:
+    """What a run needs once: the submission's engines, the oracle, the tally."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.oracle = Oracle()
+        self.engines: dict[str, InProcessEngine | SubmissionError] = {}
+        self.rows: dict[tuple[str, str], _Row] = {}
+        self.points: dict[str, tuple[str, str, float]] = {}
+
+    @property
+    def impl(self) -> Path:
+        given = self.config.getoption("--impl")
+        if given:
+            return Path(given).resolve()
+        return (Path(self.config.rootpath) / self.config.getini("grader_impl")).resolve()
+
+    def engine(self, assignment: str) -> InProcessEngine:
+        if assignment not in self.engines:
+            try:
+                self.engines[assignment] = InProcessEngine(self.impl, assignment)
+            except SubmissionError as exc:
+                self.engines[assignment] = exc
+        engine = self.engines[assignment]
+        if isinstance(engine, SubmissionError):
+            pytest.fail(str(engine), pytrace=False)
+        return engine
+
+    def check(self, case: Case) -> None:
+        engine = self.engine(case.assignment)
+        result = verdict(case, self.oracle.expected(case), engine.run(case))
+        if not result.passed:
+            pytest.fail(result.message, pytrace=False)
+
+    # ---- the tally ----
+
+    @pytest.hookimpl
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        mark = item.get_closest_marker("points")
+        if mark is None:
+            return
+        topic = item.get_closest_marker("topic")
+        assignment = item.get_closest_marker("assignment")
+        self.points[item.nodeid] = (
+            assignment.args[0] if assignment else "",
+            topic.args[0] if topic else Path(item.nodeid.split("::")[0]).stem,
+            float(mark.args[0]),
+        )
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.points:
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            assignment, topic, points = self.points[report.nodeid]
+            row = self.rows.setdefault((assignment, topic), _Row(assignment, topic))
+            row.total += 1
+            row.max_score += points
+            if report.passed:
+                row.passed += 1
+                row.score += points
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.rows:
+            return
+        tr = terminalreporter
+        tr.section("score")
+        tr.write_line(f"submission: {self.impl}")
+        width = max(len(f"{r.assignment} / {r.topic}") for r in self.rows.values())
+        for row in self.rows.values():
+            label = f"{row.assignment} / {row.topic}".ljust(width)
+            tr.write_line(
+                f"  {label}  {row.passed:>3}/{row.total:<3} tests  {row.score:g}/{row.max_score:g} points",
+                green=row.passed == row.total,
+                red=row.passed < row.total,
+            )
+        score = sum(r.score for r in self.rows.values())
+        total = sum(r.max_score for r in self.rows.values())
+        tr.write_line(f"Score: {score:g}/{total:g} points", bold=True)
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+@pytest.fixture
+def graded_case(request: pytest.FixtureRequest):
+    """Run a case on the submission and on PyTorch; fail with the diagnostic."""
+    return request.config.stash[_STATE].check

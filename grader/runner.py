@@ -1,0 +1,80 @@
+"""Run one case on one backend and keep only plain data: results, tape, or the error."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.cases import Case
+from grader.quantity import Quantity
+from grader.trace import Step
+
+MAX_TEXT = 2000
+
+
+@dataclass
+class Failure:
+    """An exception raised by the submission while a case ran."""
+
+    type: str
+    message: str
+    #: innermost frame of the submission's own code: (file, line, function)
+    where: tuple[str, int, str] | None = None
+
+    @property
+    def not_implemented(self) -> bool:
+        return self.type == "NotImplementedError"
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "where": list(self.where) if self.where else None}
+
+
+@dataclass
+class Run:
+    """What one engine produced for one case."""
+
+    results: dict[str, Quantity | None] = field(default_factory=dict)
+    tape: list[dict[str, Quantity | None]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    failure: Failure | None = None
+    #: tape index -> the name the case returned it under
+    names: dict[int, str] = field(default_factory=dict)
+    #: tape indices that backward was called on
+    outputs: list[int] = field(default_factory=list)
+
+
+def function_name(frame: traceback.FrameSummary | Any, code: Any = None) -> str:
+    """`Value.__mul__._backward` rather than `Value.__mul__.<locals>._backward`."""
+    qualname = getattr(code, "co_qualname", None) or getattr(frame, "name", "?")
+    return qualname.replace(".<locals>", "")
+
+
+def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
+    """Keep the type, a bounded message and the innermost frame inside the submission."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if any(root in filename.parents for root in roots):
+            where = (filename.name, tb.tb_lineno, function_name(None, tb.tb_frame.f_code))
+        tb = tb.tb_next
+    message = str(exc)
+    if len(message) > MAX_TEXT:
+        message = message[:MAX_TEXT] + " ..."
+    return Failure(type(exc).__name__, message, where)
+
+
+def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
+    """Run `case` on `lib`. With `roots` (the submission's directories), an exception
+    becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug."""
+    try:
+        returned = case.run(lib)
+        results = lib.flatten(returned)
+        tape = lib.read_tape()
+    except Exception as exc:
+        if roots is None:
+            raise
+        return Run(steps=list(lib.tape.steps), failure=describe_exception(exc, roots))
+    return Run(results=results, tape=tape, steps=list(lib.tape.steps), names=dict(lib.names), outputs=list(lib.tape.outputs))

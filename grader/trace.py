@@ -1,0 +1,169 @@
+"""Expressions that remember how they were built.
+
+A case builds its expression out of `Node`s. A node wraps the backend's own object (a
+micrograd `Value`, a needle `Tensor`, a torch tensor) and forwards every operator to it, so
+the submission's code does all the work; on the way, the `Tape` writes down each operation
+and its inputs. Both engines run the same case, so both tapes have the same shape, node for
+node: that is what lets a diagnostic say which operation's gradient went wrong and where it
+sits in the expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# How each recorded op is shown in a message; {0}, {1} are the inputs.
+FORMATS = {
+    "add": "{0} + {1}",
+    "radd": "{1} + {0}",
+    "sub": "{0} - {1}",
+    "rsub": "{1} - {0}",
+    "mul": "{0} * {1}",
+    "rmul": "{1} * {0}",
+    "truediv": "{0} / {1}",
+    "rtruediv": "{1} / {0}",
+    "pow": "{0}**{1}",
+    "rpow": "{1}**{0}",
+    "matmul": "{0} @ {1}",
+    "neg": "-{0}",
+}
+
+
+@dataclass
+class Step:
+    """One recorded operation: `op` applied to `inputs` (node indices or constants)."""
+
+    op: str
+    inputs: list[Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"op": self.op, "inputs": self.inputs, "kwargs": self.kwargs, "label": self.label}
+
+
+class NodeRef:
+    """How a step names another node among its inputs (plain data, unlike the node)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"#{self.index}"
+
+
+class Tape:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.steps: list[Step] = []
+        self.nodes: list[Node] = []
+        self.outputs: list[int] = []
+
+    def mark_output(self, node: Node) -> None:
+        """Remember that backward was called on `node` (its gradient is the seed)."""
+        if self.enabled and node.index is not None and node.index not in self.outputs:
+            self.outputs.append(node.index)
+
+    def record(self, node: Node, op: str, inputs: tuple, kwargs: dict, label: str = "") -> None:
+        if not self.enabled:
+            return
+        refs = [NodeRef(x.index) if isinstance(x, Node) and x.index is not None else _plain(x) for x in inputs]
+        node.index = len(self.nodes)
+        self.nodes.append(node)
+        self.steps.append(Step(op, refs, {k: _plain(v) for k, v in kwargs.items()}, label))
+
+
+def _plain(value: Any) -> Any:
+    """Constants as plain data (tuples and numbers), for messages and for the cache key."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, Node):
+        return "<node>"
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+class Node:
+    """A backend object, plus where it sits on the tape. Operators go to the backend."""
+
+    __slots__ = ("raw", "lib", "index")
+
+    def __init__(self, raw: Any, lib: Any) -> None:
+        self.raw = raw
+        self.lib = lib
+        self.index: int | None = None
+
+    def _op(self, op: str, *args: Any, **kwargs: Any) -> Node:
+        return self.lib.apply(op, self, *args, **kwargs)
+
+    # arithmetic, including the reflected forms a number on the left needs
+    def __add__(self, other):
+        return self._op("add", other)
+
+    def __radd__(self, other):
+        return self._op("radd", other)
+
+    def __sub__(self, other):
+        return self._op("sub", other)
+
+    def __rsub__(self, other):
+        return self._op("rsub", other)
+
+    def __mul__(self, other):
+        return self._op("mul", other)
+
+    def __rmul__(self, other):
+        return self._op("rmul", other)
+
+    def __truediv__(self, other):
+        return self._op("truediv", other)
+
+    def __rtruediv__(self, other):
+        return self._op("rtruediv", other)
+
+    def __pow__(self, other):
+        return self._op("pow", other)
+
+    def __matmul__(self, other):
+        return self._op("matmul", other)
+
+    def __neg__(self):
+        return self._op("neg")
+
+    # named operations; a backend that lacks one says so when it is used
+    def relu(self):
+        return self._op("relu")
+
+    def exp(self):
+        return self._op("exp")
+
+    def log(self):
+        return self._op("log")
+
+    def tanh(self):
+        return self._op("tanh")
+
+    def sigmoid(self):
+        return self._op("sigmoid")
+
+    def detach(self):
+        return self._op("detach")
+
+    def sum(self, axes=None):
+        return self._op("sum", axes=axes)
+
+    def reshape(self, shape):
+        return self._op("reshape", shape=tuple(shape))
+
+    def broadcast_to(self, shape):
+        return self._op("broadcast_to", shape=tuple(shape))
+
+    def transpose(self, axes=None):
+        return self._op("transpose", axes=axes)
+
+    def __repr__(self) -> str:
+        return f"Node(#{self.index}, {self.raw!r})"
