@@ -53,6 +53,11 @@ class MicrogradBackend(ScalarBackend):
         self.tape.mark_output(node)
         node.raw.backward()
 
+    def local_backward(self, out, out_grad: float = 1.0) -> None:
+        self.tape.mark_output(out)
+        out.raw.grad = out_grad
+        out.raw._backward()
+
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((_number(raw.data),), ())
 

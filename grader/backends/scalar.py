@@ -56,6 +56,14 @@ class ScalarBackend(Backend):
     def make_value(self, x: float) -> Any:
         raise NotImplementedError
 
+    def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
+        """Run only `out`'s own gradient rule, with `out.grad = out_grad`.
+
+        Tests one primitive op in isolation (its inputs must be fresh leaves), so a rule can be
+        checked, and named when wrong, before `backward()` exists.
+        """
+        raise NotImplementedError
+
     def backward(self, node: Node) -> None:
         raise NotImplementedError
 

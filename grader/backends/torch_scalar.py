@@ -55,6 +55,11 @@ class TorchScalarBackend(ScalarBackend):
                 raw.grad = None
         node.raw.backward(retain_graph=True)
 
+    def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
+        self.tape.mark_output(out)
+        out.raw.backward(torch.tensor(out_grad, dtype=torch.float64), retain_graph=True)
+        out.raw.grad = torch.tensor(out_grad, dtype=torch.float64)
+
     def _ancestors(self, node: Node) -> set[int]:
         if node.index is None:
             return set()

@@ -7,4 +7,4 @@ that make new Tensors. The ops' helpers are available at the top: `needle.exp(x)
 
 from . import autograd, init, ops  # noqa: F401
 from .autograd import Tensor, cpu  # noqa: F401
-from .ops import *
+from .ops import *  # noqa: F403

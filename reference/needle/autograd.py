@@ -27,7 +27,7 @@ class CPUDevice:
     """Where a tensor's data lives. This needle runs on NumPy, so there is one device."""
 
     def __repr__(self):
-        return "needle.cpu()"
+        return "cpu()"
 
     def __eq__(self, other):
         return isinstance(other, CPUDevice)
@@ -83,9 +83,7 @@ class Value:
     def realize_cached_data(self):
         """Compute the data if it is not there yet (lazy mode), and return it."""
         if self.cached_data is None:
-            self.cached_data = self.op.compute(
-                *[x.realize_cached_data() for x in self.inputs]
-            )
+            self.cached_data = self.op.compute(*[x.realize_cached_data() for x in self.inputs])
         return self.cached_data
 
     def is_leaf(self):
@@ -137,6 +135,7 @@ class Tensor(Value):
 
     def __init__(self, array, *, device=None, dtype=None, requires_grad=True, **kwargs):
         # The data keeps its dtype unless one is asked for: float64 stays float64.
+        # `device` is accepted for compatibility; NumPy data always lives on the CPU.
         if isinstance(array, Tensor):
             if dtype is None or numpy.dtype(dtype) == array.dtype:
                 cached_data = array.realize_cached_data()
@@ -153,7 +152,7 @@ class Tensor(Value):
 
     @data.setter
     def data(self, value):
-        """Replace the data in place, outside the graph (optimizers update weights so)."""
+        """Replace the data without touching the graph: how optimizers update weights."""
         assert isinstance(value, Tensor)
         assert value.dtype == self.dtype, f"{value.dtype} {self.dtype}"
         self.cached_data = value.realize_cached_data()
@@ -264,14 +263,14 @@ def compute_gradient_of_variables(output_tensor, out_grad):
     so its list of partial adjoints is complete when we reach it.
     """
     ### BEGIN SOLUTION
-    # hint: walk reversed(find_topo_sort([output_tensor])); each node's grad is the sum of the partial adjoints its consumers sent it
+    # hint: in reverse topological order, grad = sum of the partial adjoints received
     # The partial adjoints each node has received so far, from the ops that use it.
     node_to_output_grads_list = {output_tensor: [out_grad]}
     for node in reversed(find_topo_sort([output_tensor])):
         node.grad = sum_node_list(node_to_output_grads_list[node])
         if node.is_leaf():
             continue
-        for inp, grad in zip(node.inputs, node.op.gradient_as_tuple(node.grad, node)):
+        for inp, grad in zip(node.inputs, node.op.gradient_as_tuple(node.grad, node), strict=True):
             node_to_output_grads_list.setdefault(inp, []).append(grad)
     ### END SOLUTION
 
@@ -281,10 +280,11 @@ def find_topo_sort(node_list):
 
     A post-order depth-first search appends a node only after all of its inputs (and
     theirs, recursively) have been appended, so every node comes after the nodes it
-    was computed from: that is a topological order.
+    was computed from: that is a topological order. Graphs can be far deeper than
+    Python's recursion limit (a 10^4-step chain), so a recursive search may fail on them.
     """
     ### BEGIN SOLUTION
-    # hint: post-order DFS: visit a node's inputs in order, then append the node; keep a visited set
+    # hint: post-order DFS: inputs first (in order), then the node; skip visited nodes
     # The DFS keeps its own stack of (node, iterator over its remaining inputs)
     # instead of recursing, so graphs deeper than Python's recursion limit work.
     # It visits nodes in exactly the order the recursive version would.
@@ -316,4 +316,4 @@ def sum_node_list(node_list):
 
 # ops and init use Tensor, and Tensor's operators use ops: importing them at the end,
 # once Tensor exists, breaks the import cycle.
-from . import init, ops
+from . import init, ops  # noqa: E402

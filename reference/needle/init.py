@@ -28,15 +28,11 @@ def constant(*shape, c=1.0, device=None, dtype="float32", requires_grad=False):
 
 
 def ones(*shape, device=None, dtype="float32", requires_grad=False):
-    return constant(
-        *shape, c=1.0, device=device, dtype=dtype, requires_grad=requires_grad
-    )
+    return constant(*shape, c=1.0, device=device, dtype=dtype, requires_grad=requires_grad)
 
 
 def zeros(*shape, device=None, dtype="float32", requires_grad=False):
-    return constant(
-        *shape, c=0.0, device=device, dtype=dtype, requires_grad=requires_grad
-    )
+    return constant(*shape, c=0.0, device=device, dtype=dtype, requires_grad=requires_grad)
 
 
 def randb(*shape, p=0.5, device=None, dtype="bool", requires_grad=False):
@@ -53,14 +49,8 @@ def one_hot(n, i, device=None, dtype="float32", requires_grad=False):
 
 
 def zeros_like(array, *, device=None, requires_grad=False):
-    device = device if device else array.device
-    return zeros(
-        *array.shape, dtype=array.dtype, device=device, requires_grad=requires_grad
-    )
+    return zeros(*array.shape, dtype=array.dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(array, *, device=None, requires_grad=False):
-    device = device if device else array.device
-    return ones(
-        *array.shape, dtype=array.dtype, device=device, requires_grad=requires_grad
-    )
+    return ones(*array.shape, dtype=array.dtype, device=device, requires_grad=requires_grad)

@@ -212,7 +212,7 @@ class ReLU(TensorOp):
 
     def gradient(self, out_grad: Tensor, node: Tensor):
         ### BEGIN SOLUTION
-        # hint: the slope is 1 where the input is > 0 and 0 elsewhere (0 at exactly 0, as in PyTorch); build that mask as a constant Tensor
+        # hint: slope 1 where the input is > 0, else 0: a constant Tensor mask
         # The mask is a constant: relu's slope is piecewise constant, so its own
         # derivative is 0 and no gradient needs to flow through the mask.
         a = node.inputs[0].realize_cached_data()
@@ -280,20 +280,6 @@ def reshape(a, shape):
     return Reshape(shape)(a)
 
 
-def _sum_to_shape(x, shape):
-    """Undo broadcasting: the gradient of a broadcast input is the sum of the gradients
-    of all the copies broadcasting made of it. Used by BroadcastTo and MatMul."""
-    ### BEGIN SOLUTION
-    # hint: sum over the leading axes broadcasting prepended and over the axes it stretched from size 1, then reshape to shape
-    lead = len(x.shape) - len(shape)
-    stretched = [
-        lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1
-    ]
-    axes = tuple(range(lead)) + tuple(stretched)
-    return reshape(summation(x, axes), shape) if axes else x
-    ### END SOLUTION
-
-
 class BroadcastTo(TensorOp):
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -303,13 +289,25 @@ class BroadcastTo(TensorOp):
 
     def gradient(self, out_grad: Tensor, node: Tensor):
         ### BEGIN SOLUTION
-        # hint: every copy broadcasting made sends its gradient back to the same element; sum them (see _sum_to_shape)
+        # hint: every copy of an element sends its gradient back to it (_sum_to_shape)
         return _sum_to_shape(out_grad, node.inputs[0].shape)
         ### END SOLUTION
 
 
 def broadcast_to(a, shape):
     return BroadcastTo(shape)(a)
+
+
+def _sum_to_shape(x, shape):
+    """Undo broadcasting: the gradient of a broadcast input is the sum of the gradients
+    of all the copies broadcasting made of it. Used by BroadcastTo and MatMul."""
+    ### BEGIN SOLUTION
+    # hint: sum over the axes broadcasting added or stretched from 1, then reshape
+    lead = len(x.shape) - len(shape)
+    stretched = [lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1]
+    axes = tuple(range(lead)) + tuple(stretched)
+    return reshape(summation(x, axes), shape) if axes else x
+    ### END SOLUTION
 
 
 class Summation(TensorOp):
@@ -323,7 +321,7 @@ class Summation(TensorOp):
 
     def gradient(self, out_grad: Tensor, node: Tensor):
         ### BEGIN SOLUTION
-        # hint: each input element contributed once to its sum; reshape out_grad so the summed axes have size 1, then broadcast it to the input's shape
+        # hint: reshape out_grad to keep summed axes as size 1, then broadcast it back
         in_shape = node.inputs[0].shape
         kept_shape = list(in_shape)
         for axis in range(len(in_shape)) if self.axes is None else self.axes:
@@ -344,7 +342,7 @@ class MatMul(TensorOp):
 
     def gradient(self, out_grad: Tensor, node: Tensor):
         ### BEGIN SOLUTION
-        # hint: grad of A is out_grad @ B^T, grad of B is A^T @ out_grad; then sum over batch axes that were broadcast (see _sum_to_shape)
+        # hint: out_grad @ B^T and A^T @ out_grad, summed back to each input's shape
         a, b = node.inputs
         grad_a = matmul(out_grad, transpose(b))
         grad_b = matmul(transpose(a), out_grad)

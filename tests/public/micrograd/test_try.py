@@ -23,3 +23,10 @@ def test_more_ops(lib):
     g += 10.0 / f
     lib.backward(g)
     return {"a": a, "b": b, "g": g}
+
+@case("micrograd", topic="ops", points=1)
+def test_mul_rule(lib):
+    a, b = lib.value(2.0, "a"), lib.value(-3.0, "b")
+    c = a * b
+    lib.local_backward(c, 0.5)
+    return {"a": a, "b": b, "c": c}
