@@ -1,26 +1,50 @@
 """Command line: `python -m grader <command>`.
 
-    grade DIR [--suite public|hidden|all] [--results FILE]   grade one submission
-    template [--check]                                       write or check student_template/
-    demo                                                     grade the bundled examples
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
+          [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+                                                         grade one submission (sandboxed)
+template [--check]                                       write or check student_template/
+demo                                                     grade the bundled examples
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
-from grader.grading import REPO, grade
+from grader.feedback import markdown
+from grader.grading import REPO, SUITES_DIR, grade
+from grader.oracle import Oracle, default_cache_dir
 from grader.report import print_report
-from grader.results import gradescope, write_json
+from grader.results import gradescope, write_json, write_text
+from grader.sandbox import Limits
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    report = grade(args.submission, suite=args.suite, only=args.assignment or None)
+    """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
+    limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
+    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    try:
+        report = grade(
+            args.submission,
+            suite=args.suite,
+            only=args.assignment or None,
+            oracle=oracle,
+            sandbox=not args.in_process,
+            limits=limits,
+            suites_dir=Path(args.suites),
+        )
+    except Exception:  # the grader's own failure, not the submission's
+        traceback.print_exc()
+        print("grader error: grading could not run", file=sys.stderr)
+        return 2
     print_report(report)
     if args.results:
         write_json(gradescope(report, args.hidden_visibility), args.results)
+    if args.feedback:
+        write_text(markdown(report), args.feedback)
     return 0
 
 
@@ -54,7 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("submission", help="directory holding micrograd/ and/or needle/")
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
+    p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
     p.add_argument("--assignment", action="append", choices=("micrograd", "needle"), help="grade only this")
+    defaults = Limits()
+    p.add_argument(
+        "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"
+    )
+    p.add_argument(
+        "--budget", type=float, default=defaults.budget, help="seconds in all (default %(default)s)"
+    )
+    p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker (default %(default)s)")
+    p.add_argument("--in-process", action="store_true", help="no sandbox: only for trusted code")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument(
         "--hidden-visibility",
         default="after_published",

@@ -168,7 +168,11 @@ def _fields(node: object) -> tuple[str, str, str]:
     """(label, data, grad) as plain text."""
     label = str(getattr(node, "label", "") or "")
     if hasattr(node, "_prev"):  # micrograd: scalars
-        return label, f"data {_number(getattr(node, 'data', None))}", f"grad {_number(getattr(node, 'grad', None))}"
+        return (
+            label,
+            f"data {_number(getattr(node, 'data', None))}",
+            f"grad {_number(getattr(node, 'grad', None))}",
+        )
     arr = _array(node)
     shape = "shape ?" if arr is None else f"shape {tuple(arr.shape)} {arr.dtype}"
     label = f"{label}\n{shape}" if label else shape
@@ -216,7 +220,9 @@ def _highlight_ids(highlight: object) -> set[int]:
     return {id(h) for h in highlight}
 
 
-def draw_dot(root: object, highlight: object = None, rankdir: str = "LR", max_nodes: int = MAX_NODES) -> Graph:
+def draw_dot(
+    root: object, highlight: object = None, rankdir: str = "LR", max_nodes: int = MAX_NODES
+) -> Graph:
     """The graph that `root` was computed from, as a `Graph` (DOT source, render, Jupyter SVG).
 
     `highlight`: a node, or a collection of nodes, drawn in red (diagnostics use it to point
@@ -257,7 +263,9 @@ def draw_dot(root: object, highlight: object = None, rankdir: str = "LR", max_no
         label = " | ".join(_escape_record(f) for f in _fields(node))
         style = ", shape=record"
         if id(node) in marked:
-            style += f', style="filled,bold", color="{HIGHLIGHT_COLOR}", fillcolor="{HIGHLIGHT_FILL}", penwidth=2'
+            style += (
+                f', style="filled,bold", color="{HIGHLIGHT_COLOR}", fillcolor="{HIGHLIGHT_FILL}", penwidth=2'
+            )
         lines.append(f'  {name} [label="{{ {label} }}"{style}];')
         children = _children(node)
         op = _op_name(node)

@@ -24,7 +24,9 @@ def _drop(package: str) -> None:
         del sys.modules[name]
 
 
-def load_package(directory: str | Path, package: str, submodules: tuple[str, ...] = ()) -> dict[str, ModuleType]:
+def load_package(
+    directory: str | Path, package: str, submodules: tuple[str, ...] = ()
+) -> dict[str, ModuleType]:
     """Import `package` (and `package.<sub>` for each submodule) from `directory` only."""
     root = Path(directory).resolve()
     if not (root / package / "__init__.py").is_file():

@@ -22,6 +22,8 @@ def print_report(report: Report, console: Console | None = None, failures: int =
     console.print(table)
     for error in report.errors:
         console.print(f"[red]error:[/red] {error}")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     shown = [r for r in report.results if not r.passed and r.case.suite == "public"][:failures]
     for r in shown:
         console.print(f"[bold red]FAILED[/bold red] {r.case.id}", highlight=False)

@@ -55,12 +55,16 @@ def gradescope(report: Report, hidden_visibility: str = "after_published") -> di
     }
 
 
-def write_json(data: dict[str, Any], path: str | Path) -> None:
+def write_text(text: str, path: str | Path) -> None:
     """Write atomically: a reader never sees half a file, and a crash leaves the old one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2)
-        fh.write("\n")
+        fh.write(text)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def write_json(data: dict[str, Any], path: str | Path) -> None:
+    write_text(json.dumps(data, indent=2) + "\n", path)

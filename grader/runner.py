@@ -43,6 +43,11 @@ class Run:
     names: dict[int, str] = field(default_factory=dict)
     #: tape indices that backward was called on
     outputs: list[int] = field(default_factory=list)
+    #: what the submission printed while the case ran (bounded)
+    output: str = ""
+    #: set by trusted code when the case could not run to the end: a timeout, a crash, a
+    #: load error, a malformed result. The case scores zero with this as its message.
+    fault: str | None = None
 
 
 def function_name(frame: traceback.FrameSummary | Any, code: Any = None) -> str:
@@ -54,15 +59,20 @@ def function_name(frame: traceback.FrameSummary | Any, code: Any = None) -> str:
 def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     """Keep the type, a bounded message and the innermost frame inside the submission."""
     where = None
+    rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
     tb = exc.__traceback__
     while tb is not None:
         filename = Path(tb.tb_frame.f_code.co_filename)
         if any(root in filename.parents for root in roots):
             where = (filename.name, tb.tb_lineno, function_name(None, tb.tb_frame.f_code))
+            if where[2].endswith(".gradient"):
+                rule = where
         tb = tb.tb_next
     message = str(exc)
     if len(message) > MAX_TEXT:
         message = message[:MAX_TEXT] + " ..."
+    if rule is not None and rule != where:
+        message += f" (raised while running {rule[2]}, {rule[0]} line {rule[1]})"
     return Failure(type(exc).__name__, message, where)
 
 
@@ -77,4 +87,10 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
         if roots is None:
             raise
         return Run(steps=list(lib.tape.steps), failure=describe_exception(exc, roots))
-    return Run(results=results, tape=tape, steps=list(lib.tape.steps), names=dict(lib.names), outputs=list(lib.tape.outputs))
+    return Run(
+        results=results,
+        tape=tape,
+        steps=list(lib.tape.steps),
+        names=dict(lib.names),
+        outputs=list(lib.tape.outputs),
+    )

@@ -93,7 +93,9 @@ def render(source: Path, rel: Path) -> bytes:
     return data
 
 
-def generate(reference: Path, template: Path, packages: tuple[str, ...] = ("micrograd", "needle")) -> list[Path]:
+def generate(
+    reference: Path, template: Path, packages: tuple[str, ...] = ("micrograd", "needle")
+) -> list[Path]:
     """Write the template; returns the files written. Files no longer in reference go."""
     written = []
     for package in packages:

@@ -70,7 +70,9 @@ class Tape:
     def record(self, node: Node, op: str, inputs: tuple, kwargs: dict, label: str = "") -> None:
         if not self.enabled:
             return
-        refs = [NodeRef(x.index) if isinstance(x, Node) and x.index is not None else _plain(x) for x in inputs]
+        refs = [
+            NodeRef(x.index) if isinstance(x, Node) and x.index is not None else _plain(x) for x in inputs
+        ]
         node.index = len(self.nodes)
         self.nodes.append(node)
         self.steps.append(Step(op, refs, {k: _plain(v) for k, v in kwargs.items()}, label))

@@ -26,7 +26,9 @@ class Backend:
 
     # ---- building expressions ----
 
-    def wrap(self, raw: Any, op: str, inputs: tuple = (), kwargs: dict | None = None, label: str = "") -> Node:
+    def wrap(
+        self, raw: Any, op: str, inputs: tuple = (), kwargs: dict | None = None, label: str = ""
+    ) -> Node:
         node = Node(raw, self)
         self.tape.record(node, op, inputs, kwargs or {}, label)
         return node

@@ -42,7 +42,11 @@ class TorchScalarBackend(ScalarBackend):
         return _leaf(x)
 
     def after_op(self, node: Node) -> None:
-        if node.raw.requires_grad and node.raw.grad_fn is not None:
+        # `is_leaf`, not `grad_fn is not None`: touching grad_fn gives the graph node a Python
+        # wrapper, and freeing a 10**6-deep chain of those segfaults (torch 2.x).
+        # Without a tape (trace=False: a 10**6-op chain) interior gradients are not kept:
+        # retaining them costs more than the ops; backward keeps its output's (see grad_of).
+        if self.tape.enabled and node.raw.requires_grad and not node.raw.is_leaf:
             node.raw.retain_grad()
 
     def backward(self, node: Node) -> None:
@@ -51,8 +55,11 @@ class TorchScalarBackend(ScalarBackend):
         # torch would accumulate the retained interior ones, so clear them first.
         for i in self._ancestors(node):
             raw = self.tape.nodes[i].raw
-            if raw.grad_fn is not None:
+            if not raw.is_leaf:
                 raw.grad = None
+        if not node.raw.is_leaf:
+            node.raw.retain_grad()
+            node.raw.grad = None
         node.raw.backward(retain_graph=True)
 
     def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
@@ -75,19 +82,23 @@ class TorchScalarBackend(ScalarBackend):
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((float(raw.detach()),), ())
 
-    def grad_of(self, raw: Any) -> Quantity:
+    def grad_of(self, raw: Any) -> Quantity | None:
+        if not raw.is_leaf and not raw.retains_grad:
+            return None  # an interior gradient torch did not keep (trace=False): not compared
         return Quantity((0.0 if raw.grad is None else float(raw.grad),), ())
 
     def mlp(self, nin: int, nouts: list[int], seed: int = 0) -> Model:
-        layers = [[([_leaf(w) for w in ws], _leaf(b)) for ws, b in layer] for layer in mlp_weights(nin, nouts, seed)]
+        layers = [
+            [([_leaf(w) for w in ws], _leaf(b)) for ws, b in layer] for layer in mlp_weights(nin, nouts, seed)
+        ]
         params = [p for layer in layers for ws, b in layer for p in (*ws, b)]
 
         def call(xs: list[Any]) -> Any:
             for i, layer in enumerate(layers):
-                outs = [sum((w * x for w, x in zip(ws, xs)), b) for ws, b in layer]
+                outs = [sum((w * x for w, x in zip(ws, xs, strict=True)), b) for ws, b in layer]
                 xs = outs if i == len(layers) - 1 else [torch.relu(o) for o in outs]
             for x in xs:
-                if x.grad_fn is not None:
+                if not x.is_leaf:
                     x.retain_grad()
             return xs[0] if len(xs) == 1 else xs
 

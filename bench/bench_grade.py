@@ -1,0 +1,95 @@
+"""How long grading one submission takes, end to end, as a student's upload would see it.
+
+    python bench/bench_grade.py [--repeat 3] [--loop-timeout 1]
+
+Each figure is `python -m grader grade DIR --suite all` in a fresh process (sandboxed, the
+default), median of --repeat runs: the reference, a buggy submission (one wrong rule in
+each engine) and one whose backward() never returns (every case that calls it times out:
+its time is about that many cases times the timeout, capped by the budget). The oracle is
+timed cold (an empty cache: torch is imported and every case runs on it) and warm; the
+reference is also graded in process, to show what the sandbox costs. The warm
+per-submission cost is also given as a ratio to `python -c "import numpy"`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BUGS = {
+    "micrograd/engine.py": ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad"),
+    "needle/ops.py": ("        return out_grad * node\n", "        return out_grad * node.inputs[0]\n"),
+}
+LOOP = {
+    "micrograd/engine.py": ("        topo, visited = [], set()\n", "        while True:\n            pass\n"),
+}
+
+
+def make(dest: Path, edits: dict[str, tuple[str, str]]) -> Path:
+    shutil.copytree(REPO / "reference", dest, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, (old, new) in edits.items():
+        path = dest / rel
+        text = path.read_text()
+        if old not in text:
+            print(f"note: {rel} has no {old!r}; left as it is", file=sys.stderr)
+        path.write_text(text.replace(old, new))
+    return dest
+
+
+def timed(argv: list[str], repeat: int) -> tuple[float, str]:
+    times, out = [], ""
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr}")
+        out = done.stdout
+    return statistics.median(times), out
+
+
+def score_line(out: str) -> str:
+    return next((line for line in out.splitlines() if line.startswith("Score:")), "?")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--loop-timeout", type=float, default=1.0, help="its per-case timeout")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        tmp = Path(tmp)
+        subs = {
+            "reference": REPO / "reference",
+            "buggy": make(tmp / "buggy", BUGS),
+            "infinite loop": make(tmp / "loop", LOOP),
+        }
+        cache = tmp / "cache"
+        grade = [sys.executable, "-m", "grader", "grade", "--suite", "all", "--cache-dir", str(cache)]
+
+        cold, _ = timed([*grade, str(subs["reference"])], 1)
+        print(f"cold oracle (imports torch, runs every case on it), reference: {cold:6.2f} s")
+        figures = {}
+        for name, path in subs.items():
+            extra = ["--timeout", str(args.loop_timeout)] if name == "infinite loop" else []
+            repeat = 1 if name == "infinite loop" else args.repeat
+            figures[name], out = timed([*grade, *extra, str(path)], repeat)
+            note = f" (--timeout {args.loop_timeout:g})" if extra else ""
+            print(f"warm oracle, {name:<13}: {figures[name]:6.2f} s  {score_line(out)}{note}")
+        local, _ = timed([*grade, "--in-process", str(subs["reference"])], args.repeat)
+        print(f"warm oracle, reference, in process (no sandbox): {local:6.2f} s")
+        numpy_time, _ = timed([sys.executable, "-c", "import numpy"], args.repeat)
+        print(f'python -c "import numpy"     : {numpy_time:6.2f} s')
+        ratio = figures["reference"] / numpy_time
+        print(f"warm per-submission cost (reference) = {ratio:.1f} x importing numpy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""`SandboxEngine`: run a submission's cases in worker processes, one case after another.
+
+One worker serves all cases of one suite of one assignment (public before hidden, never
+both in one worker: nothing a hidden case sees can reach public feedback). When a case
+times out, crashes the worker, exhausts its memory or answers with anything malformed,
+that case gets a fault and a fresh worker takes the remaining ones. A submission that
+cannot be imported faults every case of that worker. The total budget bounds it all.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from grader.cases import Case
+from grader.integrity import Finding, loaded_libraries
+from grader.quantity import MalformedResult
+from grader.runner import Run
+from grader.sandbox import confine
+from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
+from grader.sandbox.protocol import parse_run
+from grader.sandbox.root import SandboxError, build
+
+SUITE_ORDER = ("public", "hidden")
+
+
+class BudgetExhausted(Fault):
+    pass
+
+
+class Budget:
+    """The wall-clock time left for one submission."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+class SandboxEngine:
+    """Runs cases on the submission in `directory`; `flags` gets what integrity saw at run time."""
+
+    def __init__(
+        self,
+        directory: Path,
+        suites_dir: Path,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
+        hidden: Iterable[Path] = (),
+    ) -> None:
+        self.directory = Path(directory).resolve()
+        self.suites_dir = Path(suites_dir)
+        self.limits = limits or Limits()
+        self.budget = budget or Budget(self.limits.budget)
+        #: paths the worker must not see (the suites, reference/, the oracle cache)
+        self.hidden = [Path(self.suites_dir), self.directory, *hidden]
+        #: whether workers run with a read-only file system and these paths covered
+        self.confined = confine.available()
+        self.flags: dict[str, Finding] = {}
+        self.timeouts: dict[str, float] = {}
+        #: whether every worker so far runs under the seccomp filter
+        self.filtered = True
+
+    def run_all(self, cases: Iterable[Case], timeouts: dict[str, float] | None = None) -> list[Run]:
+        """Each case's run, in order. `timeouts` may give a case more than `limits.timeout`."""
+        cases = list(cases)
+        self.timeouts = timeouts or {}
+        runs: dict[str, Run] = {}
+        groups: dict[tuple[str, str], list[Case]] = {}
+        for case in sorted(cases, key=lambda c: SUITE_ORDER.index(c.suite)):
+            groups.setdefault((case.assignment, case.suite), []).append(case)
+        with tempfile.TemporaryDirectory(prefix="grader-sandbox-") as tmp, confine.undumpable():
+            for (assignment, suite), group in groups.items():
+                root = Path(tmp) / f"{suite}-{assignment}"
+                root.mkdir()
+                lib, work = build(root, self.directory, self.suites_dir, suite, assignment)
+                self._run_group(lib, work, assignment, suite, group, runs)
+        return [runs[case.id] for case in cases]
+
+    def _run_group(
+        self, lib: Path, work: Path, assignment: str, suite: str, group: list[Case], runs: dict[str, Run]
+    ) -> None:
+        remaining = group
+        while remaining:
+            if self.budget.left() <= 0:
+                for case in remaining:
+                    runs[case.id] = Run(fault=f"grading budget exhausted ({self.budget.seconds:g} s)")
+                return
+            job = {
+                "assignment": assignment,
+                "suite": suite,
+                "ids": [c.id for c in remaining],
+                "memory_mib": self.limits.memory,
+                "file_mib": self.limits.file_size,
+            }
+            preexec = confine.preexec(lib.parent, self.hidden) if self.confined else None
+            worker = WorkerProcess(lib, work, job, self.limits, preexec)
+            try:
+                remaining = self._serve(worker, work, assignment, remaining, runs)
+            finally:
+                worker.close()
+
+    def _deadline(self, seconds: float) -> tuple[float, bool]:
+        """When to give up waiting, and whether it is the budget (not the timeout) that ends it."""
+        mine = time.monotonic() + seconds
+        return min(mine, self.budget.deadline), self.budget.deadline < mine
+
+    def _wait(self, worker: WorkerProcess, seconds: float) -> dict:
+        deadline, by_budget = self._deadline(seconds)
+        try:
+            return worker.receive(deadline)
+        except Timeout:
+            if by_budget:
+                raise BudgetExhausted(f"grading budget exhausted ({self.budget.seconds:g} s)") from None
+            raise Fault(f"timed out after {seconds:g} s") from None
+
+    def _serve(
+        self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
+    ) -> list[Case]:
+        """Run `cases` on this worker; return those left when it failed."""
+        try:
+            first = self._wait(worker, max(self.limits.timeout, 30.0))  # sent before any student code runs
+        except BudgetExhausted as fault:
+            for case in cases:
+                runs[case.id] = Run(fault=str(fault))
+            return []
+        except Fault as fault:
+            raise SandboxError(
+                f"the sandbox worker did not start: {fault}; {worker.noise[-2000:].decode(errors='replace')}"
+            ) from None
+        if first.get("kind") != "collected" or first.get("missing"):
+            raise SandboxError(f"the sandbox worker could not collect the cases: {first}"[:2000])
+        self.filtered = self.filtered and first.get("seccomp") is True
+        try:
+            loaded = self._wait(worker, self.limits.timeout)
+        except Fault as fault:
+            loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
+        if loaded.get("kind") != "ready":
+            message = loaded.get("message") if loaded.get("kind") == "load_error" else None
+            if type(message) is not str:
+                message = f"importing {assignment} failed: the worker sent a malformed message"
+            for case in cases:
+                runs[case.id] = Run(fault=self._local(message, work))
+            return []
+        self._check_libraries(worker, assignment)
+        for i, case in enumerate(cases):
+            try:
+                run = parse_run(self._wait(worker, self.timeouts.get(case.id, self.limits.timeout)), case.id)
+            except (Fault, MalformedResult) as fault:
+                reason = (
+                    str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
+                )
+                runs[case.id] = Run(fault=reason + (" during the case" if isinstance(fault, Crash) else ""))
+                return cases[i + 1 :]
+            self._check_libraries(worker, assignment)
+            if run.failure is not None:
+                if run.failure.type == "MemoryError":
+                    runs[case.id] = Run(
+                        fault=f"the worker ran out of memory (limit {self.limits.memory} MiB)"
+                    )
+                    return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
+                run.failure.message = self._local(run.failure.message, work)
+            runs[case.id] = run
+        return []
+
+    def _local(self, text: str, work: Path) -> str:
+        """Messages name the submission's own directory, as the in-process path does."""
+        return text.replace(str(work), str(self.directory))
+
+    def _check_libraries(self, worker: WorkerProcess, assignment: str) -> None:
+        for library in sorted(loaded_libraries(worker.pid)):
+            self.flags.setdefault(assignment, Finding(library, "loaded while its cases ran"))

@@ -1,0 +1,205 @@
+"""One worker process, watched from the grader's side.
+
+The grader owns the clock and the kill switch. It waits for the worker's messages with a
+deadline; when the deadline passes, or the worker's memory grows past the limit, or the
+worker dies, it says why in a `Fault` and kills the worker's whole process group with
+SIGKILL (which no signal handler can ignore). Whatever the worker prints goes to a pipe
+the grader drains, keeping only the last few KiB: 50 MB of output costs a few reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.quantity import MalformedResult
+from grader.sandbox.protocol import MAX_MESSAGE, FrameReader, decode
+from grader.sandbox.worker import BOOT
+
+NOISE_KEPT = 16 << 10
+POLL = 0.05
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Times in seconds, sizes in MiB."""
+
+    timeout: float = 10.0  # per case, and for importing the submission
+    budget: float = 600.0  # for the whole submission, every case of every suite
+    memory: int = 2048  # address space of a worker
+    file_size: int = 16  # largest file a worker may write
+    message: int = MAX_MESSAGE  # bytes, largest message from a worker
+
+
+class Fault(Exception):
+    """The worker did not deliver: the reason, in words meant for the student."""
+
+
+class Timeout(Fault):
+    pass
+
+
+class Crash(Fault):
+    """The worker exited or was killed by a signal it did not get from us."""
+
+
+def clean_env(work: Path) -> dict[str, str]:
+    """Nothing of the grader's environment: no tokens, no paths, no PYTHON* settings."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(work),
+        "TMPDIR": str(work),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+def describe_exit(returncode: int, noise: str, memory: int) -> str:
+    if "MemoryError" in noise:
+        return f"the worker ran out of memory (limit {memory} MiB)"
+    if returncode >= 0:
+        return f"the worker exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    hint = {
+        "SIGSEGV": " (often a stack overflow from unbounded recursion)",
+        "SIGXFSZ": " (it wrote a file larger than the limit)",
+    }.get(name, "")
+    return f"the worker was killed by {name}{hint}"
+
+
+class WorkerProcess:
+    """A started worker: `receive` its messages in order, then `close` it (always)."""
+
+    def __init__(
+        self,
+        lib: Path,
+        work: Path,
+        job: dict[str, Any],
+        limits: Limits,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        self.limits = limits
+        result_r, result_w = os.pipe()
+        noise_r, noise_w = os.pipe()
+        argv = [sys.executable, "-I", "-S", "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=work,
+                env=clean_env(work),
+                stdin=subprocess.DEVNULL,
+                stdout=noise_w,
+                stderr=noise_w,
+                pass_fds=(result_w,),
+                start_new_session=True,  # its own process group: one killpg reaches every child
+                preexec_fn=preexec,
+            )
+        finally:
+            os.close(result_w)
+            os.close(noise_w)
+        self.result_fd, self.noise_fd = result_r, noise_r
+        for fd in (result_r, noise_r):
+            os.set_blocking(fd, False)
+        self.poller = select.poll()
+        for fd in (result_r, noise_r):
+            self.poller.register(fd, select.POLLIN)
+        self.frames = FrameReader(limits.message)
+        self.pending: deque[bytes] = deque()
+        self.noise = bytearray()
+        self.eof = False
+        self.noise_eof = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _drain_noise(self) -> None:
+        if self.noise_eof:
+            return
+        try:
+            while chunk := os.read(self.noise_fd, 1 << 16):
+                self.noise += chunk
+                del self.noise[:-NOISE_KEPT]
+            self.noise_eof = True  # nobody holds its write end any more: stop polling it
+            self.poller.unregister(self.noise_fd)
+        except BlockingIOError:
+            pass
+
+    def _read_results(self) -> None:
+        try:
+            while chunk := os.read(self.result_fd, 1 << 20):
+                self.pending.extend(self.frames.feed(chunk))
+            self.eof = True
+        except BlockingIOError:
+            pass
+        except MalformedResult as exc:
+            raise Fault(f"the worker sent a malformed result: {exc}") from None
+
+    def _resident_mib(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/statm") as fh:
+                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def _exit_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "the worker closed its result pipe"
+        self._drain_noise()
+        return describe_exit(code, self.noise.decode(errors="replace"), self.limits.memory)
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        """The next message, or `Fault`/`Timeout` (the worker is then good only for `close`)."""
+        while not self.pending:
+            if self.eof or self.proc.poll() is not None:
+                self._read_results()  # what it wrote before exiting still counts
+                if self.pending:
+                    break
+                raise Crash(self._exit_reason())
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout("timed out")
+            self.poller.poll(min(left, POLL) * 1000)
+            self._drain_noise()
+            self._read_results()
+            if self._resident_mib() > self.limits.memory:
+                raise Fault(f"the worker ran out of memory (limit {self.limits.memory} MiB)")
+        try:
+            return decode(self.pending.popleft())
+        except MalformedResult as exc:
+            raise Fault(f"the worker sent a malformed result: {exc}") from None
+
+    def close(self) -> None:
+        """Kill the whole process group, reap the worker, close the pipes."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a SIGKILLed process always goes
+            pass
+        for fd in (self.result_fd, self.noise_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

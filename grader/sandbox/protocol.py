@@ -1,0 +1,140 @@
+"""What crosses the pipe from the worker to the grader, and how the grader reads it.
+
+Each message is a 4-byte big-endian length and that many bytes of JSON. The worker writes;
+the grader reads with a size cap and parses strictly: exact dicts, lists, strings, ints
+and floats in the agreed shape, nothing else. The worker runs student code, so a message
+may be forged, truncated or huge: any deviation is a `MalformedResult`, never a crash and
+never a pass. This module is shipped to the worker, so it imports nothing from the
+grader that the worker does not have.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from grader.quantity import MalformedResult, Quantity
+from grader.runner import Failure, Run
+
+HEADER = struct.Struct(">I")
+#: a message larger than this is malformed (a big needle case's tape fits many times over)
+MAX_MESSAGE = 8 << 20
+MAX_TEXT = 4000
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """One framed message (worker side)."""
+    payload = json.dumps(obj, separators=(",", ":")).encode()
+    return HEADER.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Splits a byte stream into messages; refuses one that announces more than `limit`."""
+
+    def __init__(self, limit: int = MAX_MESSAGE) -> None:
+        self.limit = limit
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.buffer += data
+        frames = []
+        while len(self.buffer) >= HEADER.size:
+            (size,) = HEADER.unpack_from(self.buffer)
+            if size > self.limit:
+                raise MalformedResult(f"a message of {size} bytes (the limit is {self.limit})")
+            if len(self.buffer) < HEADER.size + size:
+                break
+            frames.append(bytes(self.buffer[HEADER.size : HEADER.size + size]))
+            del self.buffer[: HEADER.size + size]
+        return frames
+
+
+def decode(frame: bytes) -> dict[str, Any]:
+    """JSON only yields plain types; the shape is checked by the parsers below."""
+    try:
+        obj = json.loads(frame)
+    except (ValueError, RecursionError) as exc:
+        raise MalformedResult(f"not JSON: {exc}"[:200]) from None
+    if type(obj) is not dict or type(obj.get("kind")) is not str:
+        raise MalformedResult("a message must be an object with a 'kind'")
+    return obj
+
+
+# ---- worker side: a Run as plain data (only what the verdict needs: no steps) ----
+
+
+def _q(q: Quantity | None) -> dict[str, Any] | None:
+    return None if q is None else q.to_plain()
+
+
+def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
+    return {
+        "kind": "run",
+        "id": case_id,
+        "results": {name: _q(q) for name, q in run.results.items()},
+        "tape": [{"value": _q(e["value"]), "grad": _q(e["grad"])} for e in run.tape],
+        "failure": run.failure.to_plain() if run.failure else None,
+        "output": run.output[:MAX_TEXT],
+    }
+
+
+# ---- grader side: strict parsing ----
+
+
+def _expect(cond: bool, what: str) -> None:
+    if not cond:
+        raise MalformedResult(what)
+
+
+def _text(obj: Any, what: str, limit: int = MAX_TEXT) -> str:
+    _expect(type(obj) is str, f"{what} must be a string")
+    return obj[:limit]
+
+
+def _quantity(obj: Any) -> Quantity | None:
+    return None if obj is None else Quantity.from_plain(obj)
+
+
+def _failure(obj: Any) -> Failure | None:
+    if obj is None:
+        return None
+    _expect(
+        type(obj) is dict and set(obj) == {"type", "message", "where"},
+        "a failure must be {type, message, where}",
+    )
+    where = obj["where"]
+    if where is not None:
+        _expect(type(where) is list and len(where) == 3, "where must be [file, line, function]")
+        _expect(type(where[1]) is int, "where's line must be an integer")
+        where = (_text(where[0], "file", 200), where[1], _text(where[2], "function", 200))
+    return Failure(_text(obj["type"], "type", 100), _text(obj["message"], "message"), where)
+
+
+RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output"}
+
+
+def parse_run(obj: dict[str, Any], case_id: str) -> Run:
+    """The worker's answer for `case_id`, or `MalformedResult` on anything unexpected."""
+    try:
+        _expect(
+            set(obj) == RUN_KEYS and obj["kind"] == "run",
+            "a run must be {kind, id, results, tape, failure, output}",
+        )
+        _expect(obj["id"] == case_id, f"an answer for {str(obj['id'])[:100]!r} where {case_id!r} was due")
+        results, tape = obj["results"], obj["tape"]
+        _expect(type(results) is dict, "results must be an object")
+        _expect(type(tape) is list, "tape must be a list")
+        parsed = Run(output=_text(obj["output"], "output"), failure=_failure(obj["failure"]))
+        for name, q in results.items():
+            parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
+        for entry in tape:
+            _expect(
+                type(entry) is dict and set(entry) == {"value", "grad"}, "a tape entry must be {value, grad}"
+            )
+            parsed.tape.append({"value": _quantity(entry["value"]), "grad": _quantity(entry["grad"])})
+        return parsed
+    except MalformedResult:
+        raise
+    except Exception as exc:  # e.g. float() of a 400-digit int: still the worker's fault
+        raise MalformedResult(f"{type(exc).__name__}: {exc}"[:200]) from None

@@ -1,0 +1,13 @@
+"""Reaches torch in the grader's site-packages by a computed name and path: the static
+scan cannot see it; the worker's memory map shows it."""
+
+import importlib
+import sys
+
+from micrograd.engine import Value  # noqa: F401
+
+sys.path.append(f"{sys.prefix}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages")
+try:
+    lib = importlib.import_module("to" + "rch")
+except Exception as exc:  # e.g. it does not fit in the memory limit
+    print("no luck:", exc)

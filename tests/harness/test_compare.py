@@ -1,0 +1,82 @@
+"""The tolerance policy of grader/compare.py, and strict parsing of plain results."""
+
+import math
+
+import numpy as np
+import pytest
+
+from grader.compare import close, compare
+from grader.quantity import MalformedResult, Quantity
+
+
+def q(values, dtype="float64"):
+    return Quantity.from_array(np.asarray(values, dtype=np.float64), dtype=dtype)
+
+
+def test_float64_accepts_rounding_but_not_a_real_error():
+    e = q([1.0, -2.0, 3e5])
+    assert close(e, q([1.0 + 1e-12, -2.0, 3e5 * (1 + 1e-9)])) is None
+    assert close(e, q([1.0 + 1e-4, -2.0, 3e5])) == "value"
+
+
+def test_float32_gets_the_float32_tolerance():
+    e = q([0.1, 1000.0])
+    approx = q(np.asarray([0.1, 1000.0], dtype=np.float32), dtype="float32")
+    assert close(e, approx) is None
+    assert close(e, q([0.1, 1000.0 * (1 + 1e-3)], dtype="float32")) == "value"
+
+
+def test_shape_must_match_exactly():
+    assert close(q([[1.0, 2.0]]), q([1.0, 2.0])) == "shape"
+    assert close(q(1.0), q([1.0])) == "shape"
+
+
+@pytest.mark.parametrize(
+    "expected, actual, verdict",
+    [
+        ([math.nan], [math.nan], None),
+        ([math.nan], [0.0], "nonfinite"),
+        ([0.0], [math.nan], "nonfinite"),
+        ([math.inf], [math.inf], None),
+        ([math.inf], [-math.inf], "nonfinite"),
+        ([1.0], [math.inf], "nonfinite"),
+    ],
+)
+def test_non_finite_numbers_must_agree_exactly(expected, actual, verdict):
+    assert close(q(expected), q(actual)) == verdict
+
+
+def test_compare_names_missing_and_wrong_results():
+    expected = {"x": q(1.0), "x.grad": q(2.0), "y.grad": None}
+    found = compare(expected, {"x": q(1.0), "x.grad": q(3.0)})
+    assert [(m.name, m.reason) for m in found] == [("x.grad", "value")]
+    found = compare(expected, {"x": q(1.0)})
+    assert [(m.name, m.reason) for m in found] == [("x.grad", "missing")]
+
+
+class Liar(float):
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"data": [1.0], "shape": [], "dtype": "float64", "extra": 1},
+        {"data": (1.0,), "shape": [], "dtype": "float64"},
+        {"data": [Liar(1.0)], "shape": [], "dtype": "float64"},
+        {"data": ["1.0"], "shape": [], "dtype": "float64"},
+        {"data": [1.0, 2.0], "shape": [3], "dtype": "float64"},
+        {"data": [1.0], "shape": [True], "dtype": "float64"},
+        {"data": [1.0], "shape": [], "dtype": "object"},
+        [1.0],
+    ],
+)
+def test_from_plain_accepts_only_plain_numbers(obj):
+    with pytest.raises(MalformedResult):
+        Quantity.from_plain(obj)
+
+
+def test_from_plain_round_trip():
+    x = q([[1.5, -2.0], [0.0, 4.0]], dtype="float32")
+    assert Quantity.from_plain(x.to_plain()) == x

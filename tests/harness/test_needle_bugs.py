@@ -1,0 +1,69 @@
+"""The needle suites against known submissions: the reference passes every case, the
+untouched template passes the forward cases and fails the gradient ones as "not implemented
+yet", and every bug of the bank (grader/bugbank_needle.py) is caught by the cases meant for
+it, each failing with a message that says what to fix. One oracle serves them all."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.bugbank_needle import BUGS, materialize
+from grader.cases import collect
+from grader.grading import REPO, SUITES_DIR, grade
+from grader.oracle import Oracle
+
+CASE_IDS = [c.id for c in collect(SUITES_DIR, ["needle"], ["public", "hidden"])]
+#: topics whose every case needs a gradient the template leaves to write
+GRADIENT_TOPICS = {"op-gradients", "ops", "broadcast", "summation", "reshape-transpose", "matmul"}
+GRADIENT_TOPICS |= {"composite", "topo", "higher-order", "random", "finite-differences"}
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return Oracle()
+
+
+def graded(directory: Path, oracle: Oracle):
+    return grade(directory, suite="all", only=["needle"], oracle=oracle, sandbox=False)
+
+
+def matching(pattern: str) -> list[str]:
+    """Case ids that `module::name[param]` names, `*` matching anything."""
+    regex = re.compile(".*/" + re.escape(pattern).replace(r"\*", ".*"))
+    return [i for i in CASE_IDS if regex.fullmatch(i)]
+
+
+def test_reference_passes_every_case(oracle):
+    report = graded(REPO / "reference", oracle)
+    assert len(report.results) == len(CASE_IDS)
+    assert [(r.case.id, r.message) for r in report.results if not r.passed] == []
+
+
+def test_template_passes_forward_and_fails_the_rest_as_not_implemented(oracle):
+    report = graded(REPO / "student_template", oracle)
+    assert all(r.passed for r in report.results if r.case.topic == "forward")
+    assert all(not r.passed for r in report.results if r.case.topic in GRADIENT_TOPICS)
+    failed = [r for r in report.results if not r.passed]
+    assert [(r.case.id, r.message) for r in failed if not r.message.startswith("not implemented yet: ")] == []
+
+
+def test_every_bug_names_existing_cases():
+    assert len({b.name for b in BUGS}) == len(BUGS)
+    for bug in BUGS:
+        assert bug.caught_by and bug.says, bug.name
+        for pattern in bug.caught_by:
+            assert matching(pattern), f"{bug.name}: {pattern} names no case"
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_bug_is_caught(bug, oracle, tmp_path):
+    materialize(bug, tmp_path)
+    report = graded(tmp_path, oracle)
+    failed = {r.case.id: r for r in report.results if not r.passed}
+    assert any(r.case.suite == "public" for r in failed.values()), "a student must be able to see it"
+    for pattern in bug.caught_by:
+        for case_id in matching(pattern):
+            assert case_id in failed, f"{bug.name} is not caught by {case_id}"
+            message = failed[case_id].message
+            assert all(text in message for text in bug.says), f"{case_id}:\n{message}"

@@ -1,0 +1,388 @@
+"""The sandboxed grader: strict parsing, the worker's world, faults, the oracle cache, the
+command line, and verdicts equal to the in-process path on honest (buggy) submissions."""
+
+import fnmatch
+import importlib
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from grader import integrity
+from grader.cases import collect
+from grader.feedback import markdown
+from grader.grading import grade
+from grader.oracle import Oracle, run_from_plain, run_to_plain
+from grader.quantity import MalformedResult, Quantity
+from grader.results import gradescope
+from grader.sandbox import Limits
+from grader.sandbox.protocol import FrameReader, decode, encode, parse_run
+from grader.sandbox.root import SandboxError, build, worker_modules
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
+FAST = Limits(timeout=2.0, budget=60.0, memory=1024)
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    return Oracle(tmp_path_factory.mktemp("oracle-cache"))
+
+
+def submission(tmp_path, name="sub", edits=(), file="engine.py"):
+    root = tmp_path / name
+    shutil.copytree(REPO / "reference" / "micrograd", root / "micrograd")
+    path = root / "micrograd" / file
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return root
+
+
+def verdicts(report):
+    return {r.case.id: (r.passed, r.message) for r in report.results}
+
+
+# ---- strict parsing of what the worker sends ----
+
+GOOD = {
+    "kind": "run",
+    "id": "c",
+    "results": {"a": {"data": [1.0], "shape": [], "dtype": "float64"}, "a.grad": None},
+    "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None}],
+    "failure": None,
+    "output": "",
+}
+
+
+def with_(**changes):
+    return {**GOOD, **changes}
+
+
+def test_a_well_formed_run_parses():
+    run = parse_run(decode(encode(GOOD)[4:]), "c")
+    assert run.results["a"] == Quantity((1.0,), ())
+    assert run.fault is None and run.steps == []  # steps only ever come from the oracle
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        with_(id="other"),
+        with_(kind="done"),
+        with_(extra=1),
+        with_(results=[]),
+        with_(results={"a": {"data": [True], "shape": [], "dtype": "float64"}}),
+        with_(results={"a": {"data": ["1.0"], "shape": [], "dtype": "float64"}}),
+        with_(results={"a": {"data": [1.0, 2.0], "shape": [], "dtype": "float64"}}),
+        with_(results={"a": {"data": [1.0], "shape": [], "dtype": "object"}}),
+        with_(results={"a": {"data": [10**400], "shape": [1], "dtype": "float64"}}),
+        with_(results={"a": {"data": [1.0], "shape": [], "dtype": "float64", "eq": "always"}}),
+        with_(tape=[{"value": None}]),
+        with_(failure={"type": "X", "message": 3, "where": None}),
+        with_(failure={"type": "X", "message": "m", "where": ["f", "1", "g"]}),
+        with_(output=None),
+    ],
+)
+def test_anything_unexpected_is_malformed(message):
+    with pytest.raises(MalformedResult):
+        parse_run(message, "c")
+
+
+def test_frames_are_bounded_and_json_only():
+    reader = FrameReader(limit=100)
+    assert reader.feed(struct.pack(">I", 2) + b"{}" + struct.pack(">I", 3)) == [b"{}"]
+    assert reader.feed(b"[1]") == [b"[1]"]
+    with pytest.raises(MalformedResult):
+        FrameReader(limit=100).feed(struct.pack(">I", 101))
+    for junk in (b"\xff\xfe", b"[1, 2]", b'{"no": "kind"}', b"1" * 50 + b"e"):
+        with pytest.raises(MalformedResult):
+            decode(junk)
+
+
+# ---- the worker's world ----
+
+
+def test_the_worker_gets_no_oracle_no_comparison_and_one_suite(tmp_path):
+    lib, work = build(tmp_path, REPO / "reference", SMALL, "public", "micrograd")
+    shipped = {p.relative_to(lib).as_posix() for p in lib.rglob("*.py") if "numpy" not in p.parts}
+    for refused in ("grader/oracle.py", "grader/compare.py", "grader/diagnose.py", "grader/grading.py"):
+        assert refused not in shipped
+    assert not any("torch" in p for p in shipped)
+    assert any(p.startswith("suites/public/micrograd/") for p in shipped)
+    assert not any(p.startswith("suites/hidden") for p in shipped)
+    assert sorted(p.name for p in work.iterdir()) == ["micrograd"]
+    assert not (work / "micrograd" / "__pycache__").exists()
+
+
+def test_a_suite_that_imports_the_oracle_is_refused(tmp_path):
+    bad = tmp_path / "test_bad.py"
+    bad.write_text("from grader.oracle import Oracle\n")
+    with pytest.raises(SandboxError, match="never goes into the sandbox"):
+        worker_modules([bad])
+
+
+def test_the_worker_cannot_import_torch(tmp_path, oracle):
+    sub = submission(
+        tmp_path,
+        edits=[("import math\n", "import math\nimport importlib\nimportlib.import_module('tor' + 'ch')\n")],
+    )
+    report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=FAST)
+    assert report.score == 0
+    assert "No module named 'torch'" in report.results[0].message
+
+
+# ---- faults at load time: every case zero, one clear message ----
+
+
+@pytest.mark.parametrize(
+    "edits, file, expected",
+    [
+        (
+            [("def relu(self):", "def relu(self)")],
+            "engine.py",
+            "micrograd does not compile: expected ':' (engine.py, line",
+        ),
+        ([("import math\n", "import mathh\n")], "engine.py", "ModuleNotFoundError: No module named 'mathh'"),
+        (
+            [("import random\n", "import random\nfrom micrograd import data\n")],
+            "nn.py",
+            "cannot import name 'data'",
+        ),
+    ],
+)
+def test_load_faults_score_zero_with_a_clear_message(tmp_path, oracle, edits, file, expected):
+    sub = submission(tmp_path, edits=edits, file=file)
+    boxed = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=FAST)
+    assert boxed.score == 0 and boxed.max_score > 0
+    assert all(expected in r.message for r in boxed.results), boxed.results[0].message
+    assert verdicts(boxed) == verdicts(grade(sub, "all", ["micrograd"], SMALL, oracle, sandbox=False))
+
+
+def test_missing_package_or_file(tmp_path, oracle):
+    (tmp_path / "empty").mkdir()
+    report = grade(tmp_path / "empty", "public", None, SMALL, oracle, limits=FAST)
+    assert report.score == 0 and report.max_score > 0
+    assert all(
+        "no package 'micrograd'" in r.message for r in report.results if r.case.assignment == "micrograd"
+    )
+    sub = submission(tmp_path)
+    (sub / "micrograd" / "nn.py").unlink()
+    report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=FAST)
+    assert report.score == 0 and "No module named 'micrograd.nn'" in report.results[0].message
+
+
+def test_the_budget_bounds_the_whole_submission(tmp_path, oracle):
+    sub = submission(
+        tmp_path, edits=[("        topo, visited = [], set()", "        while True:\n            pass")]
+    )
+    started = time.monotonic()
+    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=Limits(timeout=1.0, budget=3.0))
+    assert time.monotonic() - started < 8
+    messages = [r.message for r in report.results]
+    assert "timed out after 1 s" in messages
+    assert any(m.startswith("grading budget exhausted") for m in messages)
+    assert report.score <= 1  # at most mul_rule, which never calls backward()
+
+
+# ---- integrity ----
+
+
+def test_integrity_scan_finds_autodiff_imports_however_written():
+    source = (
+        "import os\nif True:\n    from jax import grad\n"
+        "importlib.import_module('autograd.numpy')\n__import__('torch')\n"
+    )
+    found = integrity.scan_source(source, "engine.py")
+    assert [(f.library, f.where) for f in found] == [
+        ("jax", "engine.py line 3"),
+        ("autograd", "engine.py line 4"),
+        ("torch", "engine.py line 5"),
+    ]
+    assert found[0].reason == "uses jax to compute gradients (engine.py line 3): not allowed"
+    assert integrity.scan_source("import numpy\nimport math\n", "x.py") == []
+
+
+# ---- the oracle's disk cache ----
+
+
+def test_the_oracle_cache_round_trips_exactly(oracle):
+    cases = [c for c in collect(REPO / "tests", ["micrograd", "needle"], ["public"]) if "deep" not in c.id]
+    for case in cases[:20] + cases[-20:]:
+        run = oracle.expected(case)
+        again = run_from_plain(json.loads(json.dumps(run_to_plain(run))))
+        assert repr(again.steps) == repr(run.steps)
+        assert again.results == run.results and again.names == run.names and again.outputs == run.outputs
+
+
+def test_a_warm_grade_never_imports_torch(tmp_path):
+    cache = tmp_path / "cache"
+    code = (
+        "import sys\nfrom grader.cli import main\n"
+        f"rc = main(['grade', {str(REPO / 'reference')!r}, '--assignment', 'micrograd', '--suite', 'all',"
+        f" '--cache-dir', {str(cache)!r}, '--suites', {str(SMALL)!r}])\n"
+        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', rc)\n"
+    )
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert "TORCH 0" in cold.stdout, cold.stderr
+    assert len(list(cache.glob("micrograd-*.json"))) == 2  # one per suite
+    warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert "NO-TORCH 0" in warm.stdout, warm.stderr
+
+
+# ---- output: results.json, feedback, exit codes ----
+
+
+def test_command_line_writes_gradescope_results_and_feedback(tmp_path):
+    sub = submission(
+        tmp_path,
+        edits=[
+            (
+                "self.grad += (1.0 - out.data**2) * out.grad",
+                "print('SECRET-PRINT'); self.grad += (1.0 - out.data) * out.grad",
+            )
+        ],
+    )
+    results, feedback = tmp_path / "out" / "results.json", tmp_path / "out" / "feedback.md"
+    argv = [sys.executable, "-m", "grader", "grade", str(sub), "--suite", "all", "--results", str(results)]
+    argv += [
+        "--feedback",
+        str(feedback),
+        "--suites",
+        str(SMALL),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--timeout",
+        "5",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(results.read_text())
+    assert {"score", "max_score", "execution_time", "tests"} <= set(data)
+    assert data["score"] == 5 and data["max_score"] == 8
+    for test in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "tags", "visibility"} <= set(test)
+    hidden = [t for t in data["tests"] if "hidden" in t["tags"]]
+    assert hidden and all(t["visibility"] == "after_published" for t in hidden)
+    assert all("SECRET-PRINT" not in t["output"] and "expected" not in t["output"] for t in hidden)
+    text = feedback.read_text()
+    assert "wrong gradient from tanh" in text and "SECRET-PRINT" in text  # visible case: full diagnostic
+    hidden_part = text[text.index("## Hidden cases") :]
+    assert "tanh_chain: failed" in hidden_part and "sub_div: passed" in hidden_part
+    assert (
+        "expected" not in hidden_part and "SECRET-PRINT" not in hidden_part and "lib.value" not in hidden_part
+    )
+
+
+def test_exit_code_is_nonzero_only_when_grading_cannot_run(tmp_path):
+    broken = tmp_path / "suites" / "public" / "micrograd"
+    broken.mkdir(parents=True)
+    (broken / "test_broken.py").write_text("raise RuntimeError('a broken suite')\n")
+    argv = [sys.executable, "-m", "grader", "grade", str(tmp_path), "--assignment", "micrograd"]
+    argv += ["--suites", str(tmp_path / "suites"), "--no-cache"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and "grader error" in done.stderr
+
+
+def test_hidden_feedback_shows_only_pass_or_fail(tmp_path, oracle):
+    sub = submission(tmp_path, edits=[("self.grad += (1.0 - out.data**2) * out.grad", "self.grad += 0.0")])
+    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=FAST)
+    hidden_failed = [r for r in report.results if r.case.suite == "hidden" and not r.passed]
+    assert hidden_failed
+    text = markdown(report)
+    entries = gradescope(report)["tests"]
+    for r in hidden_failed:
+        assert r.message not in text
+        assert all(r.message not in e["output"] for e in entries)
+
+
+# ---- the same verdicts as in process, on honest submissions ----
+
+
+def bank():
+    """Every bug of the banks (grader/bugbank.py, grader/bugbank_needle.py) that exist."""
+    found = []
+    for module in ("grader.bugbank", "grader.bugbank_needle"):
+        try:
+            bank = importlib.import_module(module)
+        except ImportError:
+            continue
+        found += [(bug, bank.materialize) for bug in bank.BUGS]
+    return found
+
+
+def quick(oracle, case):
+    """Deep graphs take seconds in any engine; the bug tests check them in process."""
+    return "deep" not in case.id and case.topic != "deep" and oracle.seconds.get(case.id, 0.0) < 0.5
+
+
+def chosen(bug, oracle):
+    """The cases meant to catch the bug, and a fixed quarter of the other quick ones."""
+
+    def keep(case):
+        name = f"{case.module}::{case.name}" + (f"[{case.param_id}]" if case.param_id is not None else "")
+        aimed = any(fnmatch.fnmatchcase(name, pattern) for pattern in bug.caught_by)
+        sampled = zlib.crc32(case.id.encode()) % 4 == 0
+        return quick(oracle, case) and (aimed or sampled)
+
+    return keep
+
+
+FRESH = """
+import json, sys
+from pathlib import Path
+from grader.grading import grade
+from grader.oracle import Oracle
+sub, name, case_id, cache, suites = sys.argv[1:]
+report = grade(sub, "all", [name], Path(suites), Oracle(cache), sandbox=False, keep=lambda c: c.id == case_id)
+print(json.dumps([report.results[0].passed, report.results[0].message]))
+"""
+
+
+def varies_in_process(sub, case_id, oracle, local, runs=3):
+    """Does the case's in-process verdict change from one process (heap layout) to another?"""
+    for _ in range(runs):
+        argv = [sys.executable, "-c", FRESH, str(sub), case_id.split("/")[0], case_id]
+        argv += [str(oracle.cache_dir), str(REPO / "tests")]
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
+        if tuple(json.loads(done.stdout.splitlines()[-1])) != local:
+            return True
+    return False
+
+
+def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
+    """Every bug of the banks gets the same verdict (pass/fail and message) in the sandbox as
+    in process, case by case. A bug whose result follows the order in which a set of Values
+    is visited (a rule assigning with `=`, a breadth-first "topological" order) is
+    nondeterministic in any engine: each process iterates those sets in its own order
+    (addresses differ, ASLR). A case may differ only when fresh in-process runs show that."""
+    bugs = bank()
+    assert bugs, "no bug bank"
+    cases = [
+        c for c in collect(REPO / "tests", ["micrograd", "needle"], ["public", "hidden"]) if quick(oracle, c)
+    ]
+    oracle.prepare(cases, REPO / "tests")
+    limits = Limits(timeout=30.0, budget=600.0)
+    for bug, materialize in bugs:
+        sub = materialize(bug, tmp_path / bug.name)
+        names = sorted({Path(file).parts[0] for file, _, _ in bug.edits})
+        kwargs = dict(
+            suite="all", only=names, suites_dir=REPO / "tests", oracle=oracle, keep=chosen(bug, oracle)
+        )
+        boxed = verdicts(grade(sub, limits=limits, **kwargs))
+        local = verdicts(grade(sub, sandbox=False, **kwargs))
+        assert boxed.keys() == local.keys()
+        nondeterministic = False
+        for case_id, verdict in local.items():
+            if boxed[case_id] == verdict or nondeterministic:
+                continue
+            nondeterministic = varies_in_process(sub, case_id, oracle, verdict)
+            assert nondeterministic, (bug.name, case_id, boxed[case_id], verdict)

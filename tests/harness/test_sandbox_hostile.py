@@ -1,0 +1,214 @@
+"""Hostile submissions (tests/harness/hostile/<name>/micrograd/) against the sandboxed grader.
+
+Each is the reference engine with one planted honest bug (tanh's rule forgets the square),
+overlaid with the hostile part. Honestly it earns 5 of 8 points on the small suite in
+hostile/suites. For every one: grading completes well within the budget, no case passes
+that the honest base fails, the faulted cases say why, and the grader is unharmed.
+"""
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.grading import grade
+from grader.oracle import Oracle
+from grader.results import gradescope, write_json
+from grader.sandbox import Limits, confine
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTILE = REPO / "tests" / "harness" / "hostile"
+SUITES = HOSTILE / "suites"
+LIMITS = Limits(timeout=0.5, budget=60.0, memory=512)
+PUBLIC_BACKWARD = ["add", "tanh[pos]", "tanh[neg]", "expression"]
+PUBLIC = ["add", "mul_rule", "tanh[pos]", "tanh[neg]", "expression"]
+BACKWARD = [*PUBLIC_BACKWARD, "sub_div", "tanh_chain"]
+ALL = [*PUBLIC, "sub_div", "tanh_chain"]
+TANH = ["tanh[pos]", "tanh[neg]", "tanh_chain"]
+
+#: name -> (suite, cases that must score zero, text their message must hold). Those that
+#: restart the worker after every case run the public suite only, to keep this file fast.
+EXPECTED = {
+    "exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 3"),
+    "os_exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 0"),
+    "exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 3 during the case"),
+    "os_exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 7 during the case"),
+    "loop_at_import": ("all", ALL, "importing micrograd failed: timed out after 0.5 s"),
+    "loop_in_backward": ("public", PUBLIC_BACKWARD, "timed out after 0.5 s"),
+    "signals_ignored": ("all", TANH, "timed out after 0.5 s"),
+    "unbounded_recursion": ("public", PUBLIC_BACKWARD, "the worker was killed by SIGSEGV"),
+    # filling 512 MiB may take longer than the 0.5 s a case has here: either reason will do
+    "memory_exhaustion": (
+        "public",
+        PUBLIC_BACKWARD,
+        ("the worker ran out of memory (limit 512 MiB)", "timed out"),
+    ),
+    "memory_error": ("public", PUBLIC_BACKWARD, "the worker ran out of memory (limit 512 MiB)"),
+    "output_flood": ("all", TANH, "wrong gradient from tanh"),
+    "fake_results": ("all", TANH, "wrong gradient from tanh"),
+    "monkeypatch": ("all", TANH, "wrong gradient from tanh"),
+    "lying_gradients": ("all", TANH, "wrong gradient from tanh"),
+    "read_reference": ("all", TANH, "wrong gradient from tanh"),
+    "background_thread": ("all", TANH, ""),
+    "torch_import": ("all", ALL, "uses torch to compute gradients (helper.py line 1): not allowed"),
+    # torch does not even load within 512 MiB; with more it loads, and is seen (test below)
+    "torch_smuggled": ("public", PUBLIC, "importing micrograd failed"),
+}
+
+
+def base(dest: Path) -> Path:
+    shutil.copytree(REPO / "reference" / "micrograd", dest / "micrograd")
+    engine = dest / "micrograd" / "engine.py"
+    right = "self.grad += (1.0 - out.data**2) * out.grad"
+    engine.write_text(engine.read_text().replace(right, "self.grad += (1.0 - out.data) * out.grad"))
+    return dest
+
+
+def short(case_id: str) -> str:
+    return case_id.split("::")[1]
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    return Oracle(tmp_path_factory.mktemp("oracle"))
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory, oracle):
+    sub = base(tmp_path_factory.mktemp("honest") / "sub")
+    report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    assert (report.score, report.max_score) == (5, 8)
+    return {short(r.case.id): r.passed for r in report.results}
+
+
+def test_every_hostile_submission_has_a_test():
+    names = {p.name for p in HOSTILE.iterdir() if p.is_dir() and p.name not in ("suites", "__pycache__")}
+    assert names == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
+    suite, zeroed, reason = EXPECTED[name]
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / name / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    sandboxes = tmp_path / "tmp"
+    sandboxes.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(sandboxes))
+    results = tmp_path / "results.json"
+    started = time.monotonic()
+    report = grade(sub, suite, ["micrograd"], SUITES, oracle, limits=LIMITS)
+    write_json(gradescope(report), results)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 15, f"{name} took {elapsed:.1f} s"
+    got = {short(r.case.id): r for r in report.results}
+    assert set(got) == set(ALL if suite == "all" else PUBLIC)
+    for case, result in got.items():
+        assert not result.passed or honest[case], f"{case} passed, though the honest base fails it"
+    assert report.score <= 5
+    for case in zeroed:
+        assert not got[case].passed, case
+        reasons = reason if isinstance(reason, tuple) else (reason,)
+        assert any(r in got[case].message for r in reasons), (case, got[case].message)
+    # the grader is unharmed: its results are its own, its sandboxes are gone
+    assert json.loads(results.read_text())["score"] == report.score
+    assert list(sandboxes.iterdir()) == []
+    for result in got.values():
+        assert len(result.output) <= 4000 and len(result.message) <= 20000
+
+
+def test_smuggled_torch_is_flagged_when_it_loads(tmp_path, oracle):
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / "torch_smuggled" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=Limits(timeout=20.0, memory=4096))
+    assert report.score == 0
+    assert (
+        report.results[0].message
+        == "uses torch to compute gradients (loaded while its cases ran): not allowed"
+    )
+    assert any("uses torch" in e for e in report.errors)
+
+
+def test_fake_results_stay_inside_the_sandbox(tmp_path, oracle, monkeypatch):
+    """Planted results.json files are never read; with confinement they cannot even be written."""
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / "fake_results" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    sandboxes = tmp_path / "deep" / "tmp"
+    sandboxes.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(sandboxes))
+    real = tmp_path / "deep" / "results.json"
+    write_json(gradescope(grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)), real)
+    assert json.loads(real.read_text())["score"] == 5
+    if confine.available():
+        planted = [p for p in tmp_path.rglob("results.json") if p != real]
+        assert planted == []
+
+
+@pytest.mark.skipif(not confine.available(), reason="needs a mount namespace (Linux, root)")
+def test_confined_workers_cannot_reach_the_reference_by_absolute_path(tmp_path, oracle):
+    sub = base(tmp_path / "sub")
+    target = REPO / "reference" / "micrograd" / "engine.py"
+    (sub / "micrograd" / "__init__.py").write_text(
+        "from micrograd import engine\n"
+        f"namespace = {{}}\nexec(open({str(target)!r}).read(), namespace)\n"
+        "engine.Value = namespace['Value']\nValue = engine.Value\n"
+    )
+    report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    assert report.score == 0
+    assert "FileNotFoundError" in report.results[0].message
+
+
+ESCAPE = """
+import os, subprocess, sys
+from micrograd.engine import Value
+
+_backward = Value.backward
+TRIED = []
+
+
+def backward(self):
+    for what, attempt in [
+        ("kill", lambda: os.kill({victim}, 9)),
+        ("kill everyone", lambda: os.kill(-1, 9)),
+        ("kill the grader", lambda: os.kill(os.getppid(), 9)),
+        ("fork", os.fork),
+        ("run", lambda: subprocess.run(["/bin/true"])),
+        ("leave the group", os.setsid),
+        ("read the grader's memory", lambda: open(f"/proc/{{os.getppid()}}/mem", "rb").read(1)),
+    ]:
+        try:
+            if attempt() == 0:
+                os._exit(0)  # a forked child
+            TRIED.append(what)
+        except Exception:
+            pass
+    if TRIED:
+        raise RuntimeError("escaped: " + ", ".join(TRIED))
+    _backward(self)
+
+
+Value.backward = backward
+"""
+
+
+def test_workers_cannot_start_processes_or_signal_others(tmp_path, oracle):
+    """Beyond the list: no killing the grader or anyone else, no processes that outlive the
+    worker's group, no reading the grader's memory."""
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        sub = base(tmp_path / "sub")
+        (sub / "micrograd" / "__init__.py").write_text(ESCAPE.format(victim=victim.pid))
+        report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=LIMITS)
+        if report.notes:
+            pytest.skip("needs the seccomp filter and the confinement (Linux, root)")
+        assert victim.poll() is None, "the worker killed another process"
+        got = {short(r.case.id): r for r in report.results}
+        assert all("escaped" not in r.message for r in got.values()), [r.message for r in got.values()]
+        assert report.score == 4  # the honest base's public score: nothing was lost either
+    finally:
+        victim.kill()
+        victim.wait()

@@ -1,0 +1,35 @@
+"""Deep graphs: backward() must not recurse once per node (Python stops at ~1000 frames).
+
+Build the topological order with a loop and an explicit stack."""
+
+from grader.cases import case
+from grader.expressions import paused_gc
+
+
+@case("micrograd", topic="deep", points=1)
+def test_chain_5000(lib):
+    """y = tanh(...tanh(x * 0.5)...): 5000 ops, already too deep for a recursive sort."""
+    x = lib.value(0.8, "x")
+    y = x * 0.5
+    for _ in range(4999):
+        y = y.tanh()
+    lib.backward(y)
+    return {"x": x, "y": y}
+
+
+@case("micrograd", topic="deep", points=2, trace=False)
+def test_chain_of_a_million(lib):
+    """y = relu(relu(...relu(x * 1.5)...)): a chain of 10**6 ops."""
+    # First a 3000-deep chain: a missing or recursive backward() fails here in a moment,
+    # rather than after a million nodes have been built.
+    probe = lib.value(1.0, "probe")
+    for _ in range(3000):
+        probe = probe * 1.0
+    lib.backward(probe)
+    x = lib.value(0.5, "x")
+    with paused_gc():
+        y = x * 1.5
+        for _ in range(10**6 - 1):
+            y = y.relu()
+        lib.backward(y)
+    return {"x": x, "y": y}
