@@ -96,12 +96,15 @@ def scan(directory: Path, package: str) -> Finding | None:
     return None
 
 
-def loaded_libraries(pid: int) -> set[str]:
+def loaded_libraries(pid: int) -> set[str] | None:
     """Autodiff libraries whose shared objects are mapped into process `pid` (cheap: a
-    substring search, so it can run after every case)."""
+    substring search, so it can run after every case); None when it cannot be told (the
+    process has exited: a live one always has mappings)."""
     try:
         with open(f"/proc/{pid}/maps") as fh:
             maps = fh.read()
     except OSError:
-        return set()
+        return None
+    if not maps:
+        return None
     return {library for marker, library in SHARED_OBJECTS.items() if marker in maps}

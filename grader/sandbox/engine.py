@@ -24,6 +24,7 @@ from grader.sandbox.protocol import parse_run
 from grader.sandbox.root import SandboxError, build
 
 SUITE_ORDER = ("public", "hidden")
+UNCHECKED = "the worker exited before its result could be checked"
 
 
 class BudgetExhausted(Fault):
@@ -146,7 +147,11 @@ class SandboxEngine:
             for case in cases:
                 runs[case.id] = Run(fault=self._local(message, work))
             return []
-        self._check_libraries(worker, assignment)
+        if not self._check(worker, assignment):
+            for case in cases:
+                runs[case.id] = Run(fault=f"importing {assignment} failed: {UNCHECKED}")
+            return []
+        worker.proceed()
         for i, case in enumerate(cases):
             try:
                 run = parse_run(self._wait(worker, self.timeouts.get(case.id, self.limits.timeout)), case.id)
@@ -156,7 +161,9 @@ class SandboxEngine:
                 )
                 runs[case.id] = Run(fault=reason + (" during the case" if isinstance(fault, Crash) else ""))
                 return cases[i + 1 :]
-            self._check_libraries(worker, assignment)
+            if not self._check(worker, assignment):
+                runs[case.id] = Run(fault=UNCHECKED)
+                return cases[i + 1 :]
             if run.failure is not None:
                 if run.failure.type == "MemoryError":
                     runs[case.id] = Run(
@@ -165,12 +172,17 @@ class SandboxEngine:
                     return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run
+            worker.proceed()
         return []
 
     def _local(self, text: str, work: Path) -> str:
         """Messages name the submission's own directory, as the in-process path does."""
         return text.replace(str(work), str(self.directory))
 
-    def _check_libraries(self, worker: WorkerProcess, assignment: str) -> None:
-        for library in sorted(loaded_libraries(worker.pid)):
+    def _check(self, worker: WorkerProcess, assignment: str) -> bool:
+        """Is the worker, waiting for our go, still there to be checked? Flag any autodiff
+        library mapped into it."""
+        found = loaded_libraries(worker.pid)
+        for library in sorted(found or ()):
             self.flags.setdefault(assignment, Finding(library, "loaded while its cases ran"))
+        return found is not None

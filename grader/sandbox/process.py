@@ -104,7 +104,7 @@ class WorkerProcess:
                 argv,
                 cwd=work,
                 env=clean_env(work),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # one byte per step: go on
                 stdout=noise_w,
                 stderr=noise_w,
                 pass_fds=(result_w,),
@@ -188,6 +188,14 @@ class WorkerProcess:
         except MalformedResult as exc:
             raise Fault(f"the worker sent a malformed result: {exc}") from None
 
+    def proceed(self) -> None:
+        """Let the worker go on to its next case."""
+        try:
+            self.proc.stdin.write(b"g")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it is gone: the next `receive` says how
+
     def close(self) -> None:
         """Kill the whole process group, reap the worker, close the pipes."""
         try:
@@ -203,3 +211,7 @@ class WorkerProcess:
                 os.close(fd)
             except OSError:
                 pass
+        try:
+            self.proc.stdin.close()  # the file object owns that descriptor: never close it by number
+        except OSError:
+            pass

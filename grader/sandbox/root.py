@@ -9,6 +9,7 @@ in either leads to `reference/`, to the other suite or to the oracle's cache.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -58,8 +59,22 @@ def worker_modules(suite_files: list[Path]) -> list[Path]:
     return sorted(p for p in closure([*start, *suite_files], follow) if GRADER in p.parents)
 
 
-def _copy_tree(src: Path, dest: Path) -> None:
-    """Regular files only, no __pycache__: a symlink in a submission could point at anything."""
+def _copy_trusted(src: Path, dest: Path) -> None:
+    """A grader or suite file, with its bytecode when there is some (it stays valid: the
+    copy keeps the source's mtime), so that workers do not compile everything anew."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dest)
+    if src.suffix == ".py":
+        cached = Path(importlib.util.cache_from_source(str(src)))
+        if cached.is_file():
+            target = Path(importlib.util.cache_from_source(str(dest)))
+            target.parent.mkdir(exist_ok=True)
+            shutil.copy2(cached, target)
+
+
+def _copy_tree(src: Path, dest: Path, copy=shutil.copyfile) -> None:
+    """Regular files only, no __pycache__ (a submission's bytecode need not match its
+    source), no symlinks (a symlink in a submission could point at anything)."""
     for folder, dirs, files in os.walk(src):
         dirs[:] = [d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(folder, d))]
         target = dest / Path(folder).relative_to(src)
@@ -67,7 +82,7 @@ def _copy_tree(src: Path, dest: Path) -> None:
         for name in files:
             path = Path(folder, name)
             if path.is_file() and not path.is_symlink():
-                shutil.copyfile(path, target / name)
+                copy(path, target / name)
 
 
 def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment: str) -> tuple[Path, Path]:
@@ -77,13 +92,11 @@ def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment
     suite_dest = lib / "suites" / suite / assignment
     suite_dest.mkdir(parents=True)
     if suite_src.is_dir():
-        _copy_tree(suite_src, suite_dest)
+        _copy_tree(suite_src, suite_dest, _copy_trusted)
     for path in worker_modules(sorted(suite_dest.rglob("*.py"))):
         if path.is_relative_to(suite_dest):
             continue
-        dest = lib / "grader" / path.relative_to(GRADER)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest)
+        _copy_trusted(path, lib / "grader" / path.relative_to(GRADER))
     for package in (lib / "grader").rglob("*"):
         if package.is_dir() and package.name != "__pycache__" and not (package / "__init__.py").exists():
             (package / "__init__.py").write_text("")

@@ -7,8 +7,9 @@ ids, collects those cases itself, runs them, and writes one message per case to 
 FD. Everything it sends is untrusted by the grader, which parses it strictly.
 
 Messages, in order: `collected` (before any student code runs; it also says whether the
-seccomp filter is in force), then `ready` or `load_error`, then one `run` per case id,
-then `done`.
+seccomp filter is in force), then `ready` or `load_error`, then one `run` per case id.
+After `ready` and after each `run` the worker waits for a byte on stdin: the grader
+checks the live worker (its memory map) before it accepts a result and lets it go on.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import io
 import json
 import os
 import resource
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,7 @@ from grader.sandbox import seccomp
 from grader.sandbox.protocol import MAX_TEXT, encode, run_to_wire
 
 BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); sys.dont_write_bytecode = True; "
-    "from grader.sandbox.worker import main; main(sys.argv[1:])"
+    "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.worker import main; main(sys.argv[1:])"
 )
 
 
@@ -77,6 +76,11 @@ class Channel:
         while data:
             data = data[os.write(self.fd, data) :]
 
+    def wait(self) -> None:
+        """Until the grader has checked this process (alive, no torch mapped) and says go on."""
+        if not os.read(0, 1):
+            os._exit(0)
+
 
 def main(argv: list[str]) -> None:
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
@@ -95,7 +99,7 @@ def main(argv: list[str]) -> None:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
     channel.send({"kind": "ready"})
-
+    channel.wait()
     for case_id in ids:
         case = cases[case_id]
         buffer = Bounded()
@@ -103,6 +107,5 @@ def main(argv: list[str]) -> None:
             run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
         run.output = buffer.getvalue()
         channel.send(run_to_wire(case_id, run))
-    channel.send({"kind": "done"})
-    sys.stdout.flush()
+        channel.wait()
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
