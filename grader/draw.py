@@ -283,9 +283,8 @@ def draw_dot(
             else:
                 missing += 1
         if missing:
-            lines.append(
-                f'  {name}_more [label="… {missing} more", shape=plaintext, fontsize=9, fontcolor="#777777"];'
-            )
+            what = f"… {missing} input{'s' if missing > 1 else ''} not drawn"
+            lines.append(f'  {name}_more [label="{what}", shape=plaintext, fontsize=9, fontcolor="#777777"];')
             lines.append(f"  {name}_more -> {op_name} [style=dashed];")
         lines.append(f"  {op_name} -> {name};")
     if total > len(drawn):
@@ -293,8 +292,7 @@ def draw_dot(
             f"graph truncated: drew {len(drawn)} of {total} values (max_nodes={max_nodes});\n"
             "shown are the values nearest the output"
         )
-        lines.append(
-            f'  truncated [label="{_escape(note)}", shape=note, style=filled, fillcolor="#fff3c4", fontsize=10];'
-        )
+        style = 'shape=note, style=filled, fillcolor="#fff3c4", fontsize=10'
+        lines.append(f'  truncated [label="{_escape(note)}", {style}];')
     lines.append("}")
     return Graph("\n".join(lines) + "\n", nodes=len(drawn), total=total)

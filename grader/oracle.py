@@ -145,34 +145,38 @@ class Oracle:
                 groups.setdefault((case.assignment, case.suite), []).append(case)
         for (assignment, suite), group in groups.items():
             path = None
+            stored: dict[str, Any] = {"runs": {}, "seconds": {}}
             if self.cache_dir is not None:
-                path = (
-                    self.cache_dir
-                    / f"{assignment}-{suite}-{suite_key(Path(suites_dir), assignment, suite)}.json"
-                )
-                if self._load(path, group):
+                key = suite_key(Path(suites_dir), assignment, suite)
+                path = self.cache_dir / f"{assignment}-{suite}-{key}.json"
+                stored = self._load(path)
+                group = [case for case in group if case.id not in self._runs]
+                if not group:
                     continue
-            plain = {}
             for case in group:
                 run = self.expected(case)
                 try:
-                    plain[case.id] = run_to_plain(run)
+                    stored["runs"][case.id] = run_to_plain(run)
+                    stored["seconds"][case.id] = self.seconds.get(case.id, 0.0)
                 except TypeError:
-                    path = None
+                    path = None  # not representable as JSON: keep it in memory only
             if path is not None:
-                seconds = {case.id: self.seconds.get(case.id, 0.0) for case in group}
-                _write_atomically(path, {"format": FORMAT, "runs": plain, "seconds": seconds})
+                _write_atomically(path, {"format": FORMAT, **stored})
 
-    def _load(self, path: Path, group: list[Case]) -> bool:
+    def _load(self, path: Path) -> dict[str, Any]:
+        """Take every run the cache file holds; return its contents to extend and rewrite.
+
+        A run of a few cases (`pytest -k ...`) adds to the file instead of replacing it."""
         try:
             data = json.loads(path.read_text())
-            loaded = {case.id: run_from_plain(data["runs"][case.id]) for case in group}
-            seconds = {case.id: float(data["seconds"][case.id]) for case in group}
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-        self._runs.update(loaded)
+            runs = {case_id: run_from_plain(plain) for case_id, plain in data["runs"].items()}
+            seconds = {case_id: float(data["seconds"][case_id]) for case_id in runs}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"runs": {}, "seconds": {}}
+        for case_id, run in runs.items():
+            self._runs.setdefault(case_id, run)
         self.seconds.update(seconds)
-        return True
+        return {"runs": data["runs"], "seconds": data["seconds"]}
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:

@@ -1,16 +1,16 @@
 """Grade untrusted code: cases run in a limited worker process that only returns numbers.
 
-    root.py      the worker's private world: lib/ (a few grader modules, one suite, numpy)
-                 and work/ (a copy of the submission's package); nothing else importable
-    worker.py    runs inside it (`python -I -S`): collects the cases by id, runs them,
-                 sends plain results; it never sees an expected value
-    protocol.py  length-prefixed JSON over a pipe, bounded, parsed strictly by the grader
-    process.py   one worker seen from the grader: deadlines, memory, SIGKILL of its group
-    confine.py   read-only file system but its own directory, the grader's secrets hidden,
-                 no network, no capabilities (Linux, as root; else a note in the report)
-    seccomp.py   no new processes, no signals to others, no raising its limits
-    engine.py    `SandboxEngine.run_all(cases) -> list[Run]`: one worker per suite and
-                 assignment (public first), a fresh one after each fault, a total budget
+root.py      the worker's private world: lib/ (a few grader modules, one suite, numpy)
+             and work/ (a copy of the submission's package); nothing else importable
+worker.py    runs inside it (`python -I -S`): collects the cases by id, runs them,
+             sends plain results; it never sees an expected value
+protocol.py  length-prefixed JSON over a pipe, bounded, parsed strictly by the grader
+process.py   one worker seen from the grader: deadlines, memory, SIGKILL of its group
+confine.py   read-only file system but its own directory, the grader's secrets hidden,
+             no network, no capabilities (Linux, as root; else a note in the report)
+seccomp.py   no new processes, no signals to others, no raising its limits
+engine.py    `SandboxEngine.run_all(cases) -> list[Run]`: one worker per suite and
+             assignment (public first), a fresh one after each fault, a total budget
 """
 
 from grader.sandbox.engine import Budget, SandboxEngine
