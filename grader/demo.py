@@ -15,7 +15,7 @@ from rich.console import Console
 
 from grader import bugbank, bugbank_needle
 from grader.grading import REPO, grade
-from grader.oracle import Oracle
+from grader.oracle import Oracle, default_cache_dir
 from grader.report import print_report
 
 BUGS = ("tanh-no-square", "summation-not-broadcast-back")
@@ -31,7 +31,7 @@ def buggy_example(dest: Path) -> Path:
 
 def run_demo(console: Console | None = None) -> int:
     console = console or Console()
-    oracle = Oracle()  # PyTorch runs each case once, for all three submissions
+    oracle = Oracle(default_cache_dir())  # PyTorch runs each case once, cached on disk
     with tempfile.TemporaryDirectory(prefix="grader-demo-") as tmp:
         examples = [
             ("the reference solutions", REPO / "reference"),

@@ -7,6 +7,9 @@ from rich.table import Table
 
 from grader.grading import Report, by_topic
 
+#: diagnostics that name one op or function: the most useful ones to show first
+PINPOINTED = ("wrong gradient from", "wrong value from", "not implemented yet")
+
 
 def print_report(report: Report, console: Console | None = None, failures: int = 3) -> None:
     console = console or Console()
@@ -24,7 +27,8 @@ def print_report(report: Report, console: Console | None = None, failures: int =
         console.print(f"[red]error:[/red] {error}")
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
-    shown = [r for r in report.results if not r.passed and r.case.suite == "public"][:failures]
+    failed = [r for r in report.results if not r.passed and r.case.suite == "public"]
+    shown = sorted(failed, key=lambda r: not r.message.startswith(PINPOINTED))[:failures]
     for r in shown:
         console.print(f"[bold red]FAILED[/bold red] {r.case.id}", highlight=False)
         console.print(r.message, highlight=False, markup=False)

@@ -70,7 +70,7 @@ class MicrogradBackend(ScalarBackend):
         flat = [v for layer in mlp_weights(nin, nouts, seed) for w, b in layer for v in (*w, b)]
         if len(params) != len(flat):
             raise ValueError(f"MLP({nin}, {nouts}) has {len(params)} parameters, expected {len(flat)}")
-        for p, v in zip(params, flat):
+        for p, v in zip(params, flat, strict=True):
             p.data = v
         nodes = [self.wrap(p, "parameter", (), {}, f"p{i}") for i, p in enumerate(params)]
         return Model(self, model, nodes, model, model.zero_grad)

@@ -151,7 +151,7 @@ class Value:
         before the inputs they were computed from.
         """
         ### BEGIN SOLUTION
-        # hint: build a topological order (iteratively: a chain of 10**6 ops must work), then call each _backward from the output
+        # hint: order the nodes topologically (with a loop: 10**6 ops must work), then run each _backward
         # Depth-first post-order with an explicit stack instead of recursion, so that a
         # chain of a million operations does not hit Python's recursion limit.
         topo, visited = [], set()

@@ -66,7 +66,9 @@ def test_drift_is_reported(copies):
 def test_solution_line_in_template_is_reported(copies):
     reference, template = copies
     engine = template / "micrograd" / "engine.py"
-    engine.write_text(engine.read_text() + "\n# self.grad += other.data * out.grad\nself.grad += other.data * out.grad\n")
+    engine.write_text(
+        engine.read_text() + "\n# self.grad += other.data * out.grad\nself.grad += other.data * out.grad\n"
+    )
     problems = check(reference, template)
     assert any("solution line: self.grad += other.data * out.grad" in p for p in problems)
 
@@ -86,7 +88,9 @@ def test_every_gradient_rule_is_left_to_write():
     assert engine.count("def _backward():\n            # YOUR CODE HERE") == 8
     assert "def backward(self):" in engine
     ops = (REPO / "student_template" / "needle" / "ops.py").read_text()
-    assert ops.count("def gradient(") == ops.count("raise NotImplementedError") - ops.count("def _sum_to_shape")
+    assert ops.count("def gradient(") == ops.count("raise NotImplementedError") - ops.count(
+        "def _sum_to_shape"
+    )
     autograd = (REPO / "student_template" / "needle" / "autograd.py").read_text()
     for name in ("def find_topo_sort", "def compute_gradient_of_variables"):
         body = autograd.split(name, 1)[1].split("\ndef ", 1)[0]
