@@ -8,6 +8,22 @@ from typing import Any
 from grader.quantity import Quantity
 from grader.trace import Node, Tape
 
+#: Python's operators, which every engine overloads; `r...` are the reflected forms that a
+#: number on the left calls (`2 * x` runs `x.__rmul__(2)`).
+OPERATORS: dict[str, Callable[..., Any]] = {
+    "add": lambda a, b: a + b,
+    "radd": lambda a, b: b + a,
+    "sub": lambda a, b: a - b,
+    "rsub": lambda a, b: b - a,
+    "mul": lambda a, b: a * b,
+    "rmul": lambda a, b: b * a,
+    "truediv": lambda a, b: a / b,
+    "rtruediv": lambda a, b: b / a,
+    "pow": lambda a, b: a**b,
+    "matmul": lambda a, b: a @ b,
+    "neg": lambda a: -a,
+}
+
 
 class UnknownOp(KeyError):
     """A case used an operation this backend does not provide (a bug in the case)."""

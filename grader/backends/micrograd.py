@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from grader.backends.base import OPERATORS
 from grader.backends.scalar import Model, ScalarBackend, mlp_weights
 from grader.loading import load_package
 from grader.quantity import Quantity
@@ -28,16 +29,7 @@ class MicrogradBackend(ScalarBackend):
         return load_package(directory, "micrograd", ("engine", "nn"))
 
     ops = {
-        "add": lambda a, b: a + b,
-        "radd": lambda a, b: b + a,
-        "sub": lambda a, b: a - b,
-        "rsub": lambda a, b: b - a,
-        "mul": lambda a, b: a * b,
-        "rmul": lambda a, b: b * a,
-        "truediv": lambda a, b: a / b,
-        "rtruediv": lambda a, b: b / a,
-        "pow": lambda a, b: a**b,
-        "neg": lambda a: -a,
+        **OPERATORS,
         "relu": lambda a: a.relu(),
         "exp": lambda a: a.exp(),
         "log": lambda a: a.log(),

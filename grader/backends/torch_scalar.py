@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from grader.backends.base import OPERATORS
 from grader.backends.scalar import Model, ScalarBackend, mlp_weights
 from grader.quantity import Quantity
 from grader.trace import Node
@@ -19,16 +20,7 @@ class TorchScalarBackend(ScalarBackend):
     name = "pytorch"
 
     ops = {
-        "add": lambda a, b: a + b,
-        "radd": lambda a, b: b + a,
-        "sub": lambda a, b: a - b,
-        "rsub": lambda a, b: b - a,
-        "mul": lambda a, b: a * b,
-        "rmul": lambda a, b: b * a,
-        "truediv": lambda a, b: a / b,
-        "rtruediv": lambda a, b: b / a,
-        "pow": lambda a, b: a**b,
-        "neg": lambda a: -a,
+        **OPERATORS,
         "relu": torch.relu,
         "exp": torch.exp,
         "log": torch.log,

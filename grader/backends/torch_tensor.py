@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from grader.backends.base import OPERATORS
 from grader.backends.tensor import TensorBackend, as_float_array, flag, indices, quantity
 from grader.compare import TOLERANCES
 from grader.quantity import Quantity
@@ -76,17 +77,7 @@ class TorchTensorBackend(TensorBackend):
     name = "pytorch"
 
     ops = {
-        "add": lambda a, b: a + b,
-        "radd": lambda a, b: b + a,
-        "sub": lambda a, b: a - b,
-        "rsub": lambda a, b: b - a,
-        "mul": lambda a, b: a * b,
-        "rmul": lambda a, b: b * a,
-        "truediv": lambda a, b: a / b,
-        "rtruediv": lambda a, b: b / a,
-        "pow": lambda a, b: a**b,
-        "matmul": lambda a, b: a @ b,
-        "neg": lambda a: -a,
+        **OPERATORS,
         "sum": _sum,
         "reshape": lambda a, shape: a.reshape(shape),
         "broadcast_to": lambda a, shape: torch.broadcast_to(a, shape),
