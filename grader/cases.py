@@ -60,14 +60,6 @@ class Case:
     def run(self, lib: Any) -> Mapping[str, Any]:
         return self.fn(lib) if self.param_id is None else self.fn(lib, self.param)
 
-    def source_digest(self) -> str:
-        """Changes whenever the case's code or parameter changes: the oracle cache key."""
-        try:
-            src = inspect.getsource(self.fn)
-        except (OSError, TypeError):
-            src = self.fn.__qualname__
-        return hashlib.sha256(f"{self.id}\n{src}\n{self.param!r}".encode()).hexdigest()[:16]
-
 
 def _suite_of(path: str) -> str:
     return "hidden" if "hidden" in Path(path).parts else "public"

@@ -30,6 +30,7 @@ import contextlib
 import gc
 import hashlib
 import math
+import operator
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -84,35 +85,37 @@ def _operands(op: str, args: Sequence[Any], nodes: Sequence[Any]) -> list[Any]:
     return [nodes[a] if _is_node(op, p, a) else a for p, a in enumerate(args)]
 
 
+#: the operators of a step, the same on plain floats and on nodes (where the engine's own
+#: `__add__`, `__rsub__`, ... run: a number may stand on either side)
+ARITHMETIC = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "pow": operator.pow,
+    "neg": operator.neg,
+}
+
+#: the named functions on plain floats; on nodes they are methods (`x.relu()`, ...)
+FLOAT_FUNCTIONS = {
+    "relu": lambda v: max(v, 0.0),
+    "exp": math.exp,
+    "log": math.log,
+    "tanh": math.tanh,
+    "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)),
+    "detach": lambda v: v,
+}
+
+
 def _forward(op: str, args: Sequence[Any], values: list[float]) -> float:
     """The value of one step (raises on a domain error or overflow: the step is unsafe)."""
-    x = _operands(op, args, values)
     if op == "leaf":
         return float(args[0])
-    if op == "add":
-        return x[0] + x[1]
-    if op == "sub":
-        return x[0] - x[1]
-    if op == "mul":
-        return x[0] * x[1]
-    if op == "div":
-        return x[0] / x[1]
-    if op == "pow":
-        return x[0] ** x[1]
-    if op == "neg":
-        return -x[0]
-    if op == "relu":
-        return max(x[0], 0.0)
-    if op == "exp":
-        return math.exp(x[0])
-    if op == "log":
-        return math.log(x[0])
-    if op == "tanh":
-        return math.tanh(x[0])
-    if op == "sigmoid":
-        return 1.0 / (1.0 + math.exp(-x[0]))
-    if op == "detach":
-        return x[0]
+    x = _operands(op, args, values)
+    if op in ARITHMETIC:
+        return ARITHMETIC[op](*x)
+    if op in FLOAT_FUNCTIONS:
+        return FLOAT_FUNCTIONS[op](x[0])
     raise ValueError(f"unknown step {op!r}")
 
 
@@ -240,18 +243,8 @@ def name(program: Sequence[tuple], k: int) -> str:
 
 
 def _apply(op: str, x: list[Any]) -> Any:
-    if op == "add":
-        return x[0] + x[1]
-    if op == "sub":
-        return x[0] - x[1]
-    if op == "mul":
-        return x[0] * x[1]
-    if op == "div":
-        return x[0] / x[1]
-    if op == "pow":
-        return x[0] ** x[1]
-    if op == "neg":
-        return -x[0]
+    if op in ARITHMETIC:
+        return ARITHMETIC[op](*x)
     return getattr(x[0], op)()  # relu, exp, log, tanh, sigmoid, detach
 
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from grader import assignments, integrity
 from grader.cases import ASSIGNMENTS, Case, collect
@@ -211,7 +210,3 @@ def by_topic(results: Iterable[CaseResult]) -> dict[tuple[str, str], list[CaseRe
     for r in results:
         table.setdefault((r.case.assignment, r.case.topic), []).append(r)
     return table
-
-
-def summary(report: Report) -> dict[str, Any]:
-    return {"score": report.score, "max_score": report.max_score, "errors": report.errors}

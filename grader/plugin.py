@@ -79,6 +79,8 @@ class _State:
         self.oracle = Oracle(cache)
         #: every collected case, by (assignment, suite, suites directory): one oracle file each
         self.groups: dict[tuple[str, str, Path], dict[str, Case]] = {}
+        self.group_of: dict[str, tuple[str, str, Path]] = {}
+        self.prepared: set[tuple[str, str, Path]] = set()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
         self.rows: dict[tuple[str, str], _Row] = {}
         self.points: dict[str, tuple[str, str, float]] = {}
@@ -103,10 +105,10 @@ class _State:
 
     def expected(self, case: Case) -> Run:
         """The oracle's run, reading (or writing) the whole suite's disk cache at once."""
-        for (assignment, suite, suites_dir), group in self.groups.items():
-            if case.assignment == assignment and case.suite == suite and case.id in group:
-                self.oracle.prepare(group.values(), suites_dir)
-                break
+        key = self.group_of.get(case.id)
+        if key is not None and key not in self.prepared:
+            self.prepared.add(key)
+            self.oracle.prepare(self.groups[key].values(), key[2])
         return self.oracle.expected(case)
 
     def check(self, case: Case) -> None:
@@ -124,8 +126,9 @@ class _State:
             if not cases:
                 continue
             suites_dir = Path(str(item.path)).resolve().parents[2]
-            group = self.groups.setdefault((cases[0].assignment, cases[0].suite, suites_dir), {})
-            group.update((c.id, c) for c in cases)
+            key = (cases[0].assignment, cases[0].suite, suites_dir)
+            self.groups.setdefault(key, {}).update((c.id, c) for c in cases)
+            self.group_of.update((c.id, key) for c in cases)
 
     # ---- the tally ----
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from grader.cases import Case
@@ -50,10 +50,9 @@ class Run:
     fault: str | None = None
 
 
-def function_name(frame: traceback.FrameSummary | Any, code: Any = None) -> str:
+def function_name(code: CodeType) -> str:
     """`Value.__mul__._backward` rather than `Value.__mul__.<locals>._backward`."""
-    qualname = getattr(code, "co_qualname", None) or getattr(frame, "name", "?")
-    return qualname.replace(".<locals>", "")
+    return code.co_qualname.replace(".<locals>", "")
 
 
 def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
@@ -64,7 +63,7 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     while tb is not None:
         filename = Path(tb.tb_frame.f_code.co_filename)
         if any(root in filename.parents for root in roots):
-            where = (filename.name, tb.tb_lineno, function_name(None, tb.tb_frame.f_code))
+            where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
             if where[2].endswith(".gradient"):
                 rule = where
         tb = tb.tb_next

@@ -60,6 +60,24 @@ OP_CLASSES = (
     "MatMul",
 )
 
+#: needle's lowercase helpers that have no operator or method of their own, and the op
+#: class each applies (add, matmul, transpose, reshape, ... go through Node's operators)
+HELPERS = {
+    "add_scalar": "AddScalar",
+    "multiply": "EWiseMul",
+    "mul_scalar": "MulScalar",
+    "power_scalar": "PowerScalar",
+    "power": "EWisePow",
+    "divide": "EWiseDiv",
+    "divide_scalar": "DivScalar",
+    "negate": "Negate",
+    "exp": "Exp",
+    "log": "Log",
+    "relu": "ReLU",
+    "tanh": "Tanh",
+    "summation": "Summation",
+}
+
 #: Node operations that build more than one needle Tensor (`a - b` is `a + (-b)`): the tape
 #: cannot line them up with the submission's graph node for node, so structural questions
 #: (topological order, reachable nodes) refuse them.

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from grader.backends.base import OPERATORS
-from grader.backends.tensor import TensorBackend, as_float_array, flag, indices, quantity
+from grader.backends.tensor import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
 from grader.compare import TOLERANCES
 from grader.quantity import Quantity
 from grader.trace import Node
@@ -84,19 +84,7 @@ class TorchTensorBackend(TensorBackend):
         "transpose": _transpose,
         # needle's detach: a new leaf that needs no gradient
         "detach": lambda a: a.detach(),
-        "add_scalar": lambda a, s: a + s,
-        "multiply": lambda a, b: a * b,
-        "mul_scalar": lambda a, s: a * s,
-        "power_scalar": lambda a, s: a**s,
-        "power": lambda a, b: a**b,
-        "divide": lambda a, b: a / b,
-        "divide_scalar": lambda a, s: a / s,
-        "negate": lambda a: -a,
-        "exp": torch.exp,
-        "log": torch.log,
-        "relu": torch.relu,
-        "tanh": torch.tanh,
-        "summation": _sum,
+        **{helper: OP_FUNCTIONS[op_class] for helper, op_class in HELPERS.items()},
     }
 
     def __init__(self, trace: bool = True) -> None:
