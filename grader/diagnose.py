@@ -6,6 +6,11 @@ towards the inputs, the first node whose gradient is wrong therefore has only co
 consumers: the fault lies in their gradient rules (or, with several consumers, in how the
 contributions were summed). That consumer is the op to name, with its inputs, the incoming
 gradient, and the expected and actual gradient it produced.
+
+Unless those rules are right: micrograd's tapes also hold each op's rule probed alone on
+fresh leaves (`ScalarBackend.probe_rule`). When every consumer's rule matches PyTorch's,
+backward() handed them a wrong out.grad (wrong order, or a second backward that did not
+start from zero), and the message says so instead of blaming a correct rule.
 """
 
 from __future__ import annotations
@@ -40,6 +45,15 @@ HIGHER_ORDER_HINT = (
 SUM_ADJOINTS_HINT = "backward must add up the partial adjoints a node receives from every op that uses it"
 DETACH_HINT = "no gradient flows through detach(): the detached tensor is a new leaf, without op or inputs"
 ACCUMULATE_HINT = "each rule must add its contribution (`+=`); assigning with `=` keeps only the last one"
+BACKWARD_ORDER_HINT = (
+    "backward() must run a node's _backward only after every node that uses it has run its own "
+    "(reverse topological order), so that out.grad is complete when the rule reads it"
+)
+BACKWARD_RESET_HINT = (
+    "backward() ran more than once in this case: each call must start the interior nodes' "
+    "gradients from zero (leaves keep accumulating, as in PyTorch), or it pushes the earlier "
+    "calls' gradients through again; and each call runs the rules in reverse topological order"
+)
 VALUE_DETACH_HINT = "detach() must return a new leaf Value with the same data: no gradient flows through it"
 MAX_USERS = 6  # consumers listed in a message
 
@@ -84,6 +98,13 @@ class Tape:
             return False
         return a is None or close(e, a) is not None
 
+    def rule_is_right(self, i: int) -> bool:
+        """Did node i's op rule, probed alone, give what PyTorch's gives? (False if unknown.)"""
+        if not self.actual:
+            return False
+        e, a = self.expected[i].get("rule"), self.actual[i].get("rule")
+        return e is not None and a is not None and close(e, a) is None
+
 
 def _op(tape: Tape, i: int) -> str:
     """A step's op, with the needle op class it builds on a tensor tape: `truediv (EWiseDiv)`."""
@@ -100,6 +121,14 @@ def _op(tape: Tape, i: int) -> str:
 def _q(x: Quantity | None) -> str:
     """A quantity on one line (NumPy prints a matrix over several)."""
     return "nothing" if x is None else " ".join(x.describe().split())
+
+
+def _expected_got(e: Quantity | None, a: Quantity | None) -> str:
+    """`expected X, got Y`, with the gap when both print the same (1 and 0.9999996)."""
+    te, ta = _q(e), _q(a)
+    if te == ta and e is not None and a is not None and e.shape == a.shape:
+        ta += f" (off by {float(abs(e.array() - a.array()).max()):.2g})"
+    return f"expected {te}, got {ta}"
 
 
 def _shape_note(e: Quantity | None, a: Quantity | None) -> str:
@@ -144,7 +173,7 @@ def explain_rule(tape: Tape, i: int) -> str:
         f"where node = {op}({', '.join([tape.arg(r) for r in forward.inputs] + args)})\n"
         f"  inputs: {_inputs(tape, node_ref.index)}; "
         f"out_grad = {_with_shape(tape.expected[out_grad_ref.index]['value'])}\n"
-        f"  gradient for {wrt_name}: expected {_q(e)}, got {_q(a)}{shape_note}"
+        f"  gradient for {wrt_name}: {_expected_got(e, a)}{shape_note}"
     )
 
 
@@ -157,8 +186,7 @@ def explain_forward(tape: Tape) -> str | None:
             return (
                 f"wrong value from {_op(tape, i)}: {tape.expression(i)}\n"
                 f"  inputs: {inputs}\n"
-                f"  {tape.name(i)}: expected {_q(tape.expected[i]['value'])}, "
-                f"got {_q(tape.actual[i]['value'])}"
+                f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
                 f"{_shape_note(tape.expected[i]['value'], tape.actual[i]['value'])}"
             )
     return None
@@ -224,7 +252,7 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         if not tape.differs(i, "grad"):
             continue
         e, a = tape.expected[i]["grad"], tape.actual[i]["grad"]
-        got = f"  {tape.name(i)}.grad: expected {_q(e)}, got {_q(a)}{_shape_note(e, a)}"
+        got = f"  {tape.name(i)}.grad: {_expected_got(e, a)}{_shape_note(e, a)}"
         detach = f"\n  {DETACH_HINT}" if _tensors(tape) and _feeds_detach(tape, i) else ""
         if not _tensors(tape) and tape.steps[i].op == "detach":
             detach = f"\n  {VALUE_DETACH_HINT}"
@@ -232,6 +260,8 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         unknown = [j for j in users if tape.expected[j]["grad"] is None and tape.steps[j].op != "grad"]
         if _higher_order(tape) and unknown:
             return _explain_second_order(tape, i, got)
+        if users and not detach and not _tensors(tape) and all(tape.rule_is_right(j) for j in users):
+            return _explain_backward(tape, i, users, got)
         if not users:
             if i in tape.outputs:
                 hint = TENSOR_SEED_HINT if _tensors(tape) else SEED_HINT
@@ -259,6 +289,17 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         head = f"wrong gradient of {tape.name(i)}, which feeds {len(users)} operations: {ops}"
         return f"{head}\n{got}\n  {hint}"
     return None
+
+
+def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> str:
+    """The rules that feed node i are right on their own: backward() misused them."""
+    rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in users[:MAX_USERS])
+    rules += f", ... ({len(users) - MAX_USERS} more)" if len(users) > MAX_USERS else ""
+    hint = BACKWARD_RESET_HINT if len(tape.outputs) > 1 else BACKWARD_ORDER_HINT
+    return (
+        f"wrong gradient of {tape.name(i)} from backward(): the rules that send it its gradient are "
+        f"right on their own ({rules}), so backward() ran them with a wrong out.grad\n{got}\n  {hint}"
+    )
 
 
 def _explain_second_order(tape: Tape, i: int, got: str) -> str:
@@ -294,7 +335,7 @@ def explain_results(mismatches: list[Mismatch]) -> str:
     lines = []
     for m in mismatches[:6]:
         note = _shape_note(m.expected, m.actual)
-        lines.append(f"  {m.name}: expected {_q(m.expected)}, got {_q(m.actual)}{note}")
+        lines.append(f"  {m.name}: {_expected_got(m.expected, m.actual)}{note}")
     if len(mismatches) > 6:
         lines.append(f"  ... and {len(mismatches) - 6} more")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from grader.runner import Run, run_case
 from grader.trace import NodeRef, Step
 
 CACHE_ENV = "GRADER_CACHE"
-FORMAT = 2
+FORMAT = 3
 
 
 def default_cache_dir() -> Path:

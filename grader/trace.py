@@ -60,11 +60,13 @@ class Tape:
         self.enabled = enabled
         self.steps: list[Step] = []
         self.nodes: list[Node] = []
+        #: the node of each backward call, in order
         self.outputs: list[int] = []
 
     def mark_output(self, node: Node) -> None:
-        """Remember that backward was called on `node` (its gradient is the seed)."""
-        if self.enabled and node.index is not None and node.index not in self.outputs:
+        """Remember that backward was called on `node` (its gradient is the seed), once per
+        call: a diagnostic needs to know when backward ran more than once."""
+        if self.enabled and node.index is not None:
             self.outputs.append(node.index)
 
     def record(self, node: Node, op: str, inputs: tuple, kwargs: dict, label: str = "") -> None:

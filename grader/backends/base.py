@@ -79,7 +79,8 @@ class Backend:
         raise NotImplementedError
 
     def read(self, node: Node) -> dict[str, Quantity | None]:
-        return {"value": self.value_of(node.raw), "grad": self.grad_of(node.raw)}
+        """A tape entry: the node's value and gradient, and `rule` (see `ScalarBackend`)."""
+        return {"value": self.value_of(node.raw), "grad": self.grad_of(node.raw), "rule": None}
 
     def flatten(self, returned: Mapping[str, Any]) -> dict[str, Quantity | None]:
         """A case's returned dict as flat names: `x` (value), `x.grad`, `xs[0]`, ..."""
@@ -109,5 +110,5 @@ class Backend:
             try:
                 out.append(self.read(node))
             except Exception:  # a broken node is reported where it is compared
-                out.append({"value": None, "grad": None})
+                out.append({"value": None, "grad": None, "rule": None})
         return out

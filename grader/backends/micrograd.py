@@ -50,6 +50,13 @@ class MicrogradBackend(ScalarBackend):
         out.raw.grad = out_grad
         out.raw._backward()
 
+    def set_grad(self, raw: Any, grad: float) -> None:
+        raw.grad = grad
+
+    def run_rule(self, out: Any, out_grad: float) -> None:
+        out.grad = out_grad
+        out._backward()
+
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((_number(raw.data),), ())
 

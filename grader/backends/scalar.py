@@ -12,7 +12,13 @@ from typing import Any
 
 from grader.backends.base import Backend
 from grader.quantity import Quantity
-from grader.trace import Node
+from grader.trace import Node, NodeRef, Step
+
+#: A probe runs one op's gradient rule alone: its inputs' gradients start at PROBE_SEED and
+#: the output's is PROBE_GRAD, so a rule that assigns (`=`) or ignores out.grad shows.
+PROBE_SEED, PROBE_GRAD = 0.25, 0.75
+#: the most op nodes a tape probes (a long chain is about backward(), not about its rules)
+MAX_PROBES = 200
 
 
 def mlp_weights(nin: int, nouts: list[int], seed: int) -> list[list[tuple[list[float], float]]]:
@@ -66,6 +72,43 @@ class ScalarBackend(Backend):
 
     def backward(self, node: Node) -> None:
         raise NotImplementedError
+
+    def set_grad(self, raw: Any, grad: float) -> None:
+        raise NotImplementedError
+
+    def run_rule(self, out: Any, out_grad: float) -> None:
+        """Run the gradient rule of `out`'s op alone, with `out_grad` as out's gradient."""
+        raise NotImplementedError
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Each op node's entry also holds `rule`, its rule probed alone. When a node's
+        gradient is wrong although the rules of all its consumers are right, the fault is in
+        backward() (order, reset), not in a rule: the diagnostic can say so."""
+        tape = super().read_tape()
+        ops = [i for i, step in enumerate(self.tape.steps) if step.op in self.ops and step.op != "detach"]
+        if len(ops) <= MAX_PROBES:
+            for i in ops:
+                tape[i]["rule"] = self.probe_rule(self.tape.steps[i])
+        return tape
+
+    def probe_rule(self, step: Step) -> Quantity | None:
+        """Apply `step`'s op to fresh leaves holding its inputs' data, run its rule alone and
+        return each leaf's gradient (a node used twice, as in `a + a`, is one leaf)."""
+        try:
+            leaves: dict[int, Any] = {}
+            for ref in step.inputs:
+                if isinstance(ref, NodeRef) and ref.index not in leaves:
+                    data = self.value_of(self.tape.nodes[ref.index].raw).data[0]
+                    leaves[ref.index] = self.make_value(data)
+            args = [leaves[ref.index] if isinstance(ref, NodeRef) else ref for ref in step.inputs]
+            out = self.ops[step.op](*args, **step.kwargs)
+            for leaf in leaves.values():
+                self.set_grad(leaf, PROBE_SEED)
+            self.run_rule(out, PROBE_GRAD)
+            grads = tuple(self.grad_of(leaf).data[0] for leaf in leaves.values())
+            return Quantity(grads, (len(grads),))
+        except Exception:  # unknown: the diagnostic falls back to naming the rule
+            return None
 
     def mlp(self, nin: int, nouts: list[int], seed: int = 0) -> Model:
         raise NotImplementedError

@@ -59,6 +59,12 @@ class TorchScalarBackend(ScalarBackend):
         out.raw.backward(torch.tensor(out_grad, dtype=torch.float64), retain_graph=True)
         out.raw.grad = torch.tensor(out_grad, dtype=torch.float64)
 
+    def set_grad(self, raw: torch.Tensor, grad: float) -> None:
+        raw.grad = torch.tensor(grad, dtype=torch.float64)
+
+    def run_rule(self, out: torch.Tensor, out_grad: float) -> None:
+        out.backward(torch.tensor(out_grad, dtype=torch.float64))
+
     def _ancestors(self, node: Node) -> set[int]:
         if node.index is None:
             return set()

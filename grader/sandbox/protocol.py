@@ -63,6 +63,9 @@ def decode(frame: bytes) -> dict[str, Any]:
 
 # ---- worker side: a Run as plain data (only what the verdict needs: no steps) ----
 
+#: what each node of a tape carries (see `Backend.read`)
+TAPE_KEYS = ("value", "grad", "rule")
+
 
 def _q(q: Quantity | None) -> dict[str, Any] | None:
     return None if q is None else q.to_plain()
@@ -73,7 +76,7 @@ def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
         "kind": "run",
         "id": case_id,
         "results": {name: _q(q) for name, q in run.results.items()},
-        "tape": [{"value": _q(e["value"]), "grad": _q(e["grad"])} for e in run.tape],
+        "tape": [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in run.tape],
         "failure": run.failure.to_plain() if run.failure else None,
         "output": run.output[:MAX_TEXT],
     }
@@ -129,10 +132,9 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
         for name, q in results.items():
             parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
         for entry in tape:
-            _expect(
-                type(entry) is dict and set(entry) == {"value", "grad"}, "a tape entry must be {value, grad}"
-            )
-            parsed.tape.append({"value": _quantity(entry["value"]), "grad": _quantity(entry["grad"])})
+            ok = type(entry) is dict and set(entry) == set(TAPE_KEYS)
+            _expect(ok, "a tape entry must be {value, grad, rule}")
+            parsed.tape.append({key: _quantity(entry[key]) for key in TAPE_KEYS})
         return parsed
     except MalformedResult:
         raise

@@ -61,7 +61,7 @@ GOOD = {
     "kind": "run",
     "id": "c",
     "results": {"a": {"data": [1.0], "shape": [], "dtype": "float64"}, "a.grad": None},
-    "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None}],
+    "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None, "rule": None}],
     "failure": None,
     "output": "",
 }
@@ -189,8 +189,9 @@ def test_the_budget_bounds_the_whole_submission(tmp_path, oracle):
         tmp_path, edits=[("        topo, visited = [], set()", "        while True:\n            pass")]
     )
     started = time.monotonic()
-    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=Limits(timeout=1.0, budget=3.0))
-    assert time.monotonic() - started < 8
+    limits = Limits(timeout=1.0, budget=3.0)
+    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=limits)
+    assert time.monotonic() - started < limits.budget + 5  # killing the last worker, scoring
     messages = [r.message for r in report.results]
     assert "timed out after 1 s" in messages
     assert any(m.startswith("grading budget exhausted") for m in messages)
@@ -356,26 +357,23 @@ def chosen(bug, oracle, cases):
     return suite, keep
 
 
-FRESH = """
-import json, sys
-from pathlib import Path
-from grader.grading import grade
-from grader.oracle import Oracle
-sub, name, case_id, cache, suites = sys.argv[1:]
-report = grade(sub, "all", [name], Path(suites), Oracle(cache), sandbox=False, keep=lambda c: c.id == case_id)
-print(json.dumps([report.results[0].passed, report.results[0].message]))
-"""
+def heap_layouts(count=16):
+    """Yield `count` times, each time with a different amount of live garbage on the heap, so
+    that new objects land at other addresses and sets of them iterate in another order."""
+    for k in range(count):
+        junk = [[object() for _ in range(k)], [[None] * i for i in range(k)], [{} for _ in range(k)]]
+        yield
+        del junk
 
 
-def varies_in_process(sub, case_id, oracle, local, runs=3):
-    """Does the case's in-process verdict change from one process (heap layout) to another?"""
-    for _ in range(runs):
-        argv = [sys.executable, "-c", FRESH, str(sub), case_id.split("/")[0], case_id]
-        argv += [str(oracle.cache_dir), str(REPO / "tests")]
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
-        if tuple(json.loads(done.stdout.splitlines()[-1])) != local:
-            return True
-    return False
+def in_process_verdicts(sub, case_id, oracle):
+    """The verdicts the in-process path gives the case under several heap layouts."""
+    seen = set()
+    only, suites = [case_id.split("/")[0]], REPO / "tests"
+    for _ in heap_layouts():
+        report = grade(sub, "all", only, suites, oracle, sandbox=False, keep=lambda c: c.id == case_id)
+        seen.add((report.results[0].passed, report.results[0].message))
+    return seen
 
 
 def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
@@ -383,7 +381,8 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
     in process, case by case. A bug whose result follows the order in which a set of Values
     is visited (a rule assigning with `=`, a breadth-first "topological" order) is
     nondeterministic in any engine: each process iterates those sets in its own order
-    (addresses differ, ASLR). A case may differ only when fresh in-process runs show that."""
+    (addresses differ). A case may differ only when its in-process verdict changes with the
+    heap's layout."""
     bugs = bank()
     assert bugs, "no bug bank"
     cases = [
@@ -405,9 +404,8 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
         boxed = verdicts(grade(sub, limits=limits, **kwargs))
         local = verdicts(grade(sub, sandbox=False, **kwargs))
         assert boxed.keys() == local.keys()
-        nondeterministic = False
         for case_id, verdict in local.items():
-            if boxed[case_id] == verdict or nondeterministic:
+            if boxed[case_id] == verdict:
                 continue
-            nondeterministic = varies_in_process(sub, case_id, oracle, verdict)
-            assert nondeterministic, (bug.name, case_id, boxed[case_id], verdict)
+            varies = len(in_process_verdicts(sub, case_id, oracle) | {verdict}) > 1
+            assert varies, (bug.name, case_id, boxed[case_id], verdict)

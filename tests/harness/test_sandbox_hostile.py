@@ -2,7 +2,7 @@
 
 Each is the reference engine with one planted honest bug (tanh's rule forgets the square),
 overlaid with the hostile part. Honestly it earns 5 of 8 points on the small suite in
-hostile/suites. For every one: grading completes well within the budget, no case passes
+hostile/suites. For every one: grading ends within the budget, no case passes
 that the honest base fails, the faulted cases say why, and the grader is unharmed.
 """
 
@@ -25,6 +25,7 @@ HOSTILE = REPO / "tests" / "harness" / "hostile"
 SUITES = HOSTILE / "suites"
 LIMITS = Limits(timeout=2.0, budget=60.0, memory=512)
 #: those whose cases run into the timeout get a short one, to keep this file fast
+GRACE = 10.0  # seconds past the budget for killing the last worker and scoring
 SHORT = {"loop_at_import", "loop_in_backward", "signals_ignored", "memory_exhaustion"}
 PUBLIC_BACKWARD = ["add", "tanh[pos]", "tanh[neg]", "expression"]
 PUBLIC = ["add", "mul_rule", "tanh[pos]", "tanh[neg]", "expression"]
@@ -107,7 +108,7 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
     write_json(gradescope(report), results)
     elapsed = time.monotonic() - started
 
-    assert elapsed < 15, f"{name} took {elapsed:.1f} s"
+    assert elapsed < limits.budget + GRACE, f"{name} took {elapsed:.1f} s, past the budget"
     got = {short(r.case.id): r for r in report.results}
     assert set(got) == set(ALL if suite == "all" else PUBLIC)
     for case, result in got.items():
