@@ -5,12 +5,18 @@ both in one worker: nothing a hidden case sees can reach public feedback). When 
 times out, crashes the worker, exhausts its memory or answers with anything malformed,
 that case gets a fault and a fresh worker takes the remaining ones. A submission that
 cannot be imported faults every case of that worker. The total budget bounds it all.
+
+A timed-out case's message says where the submission was stuck (see `hang`). Once cases
+have hung REPEATS times in one function, each later case gets at most SHORT_TIMEOUT: an
+infinite loop in `backward()` would otherwise cost a full timeout for every case that calls
+it, and a whole class's grading waits on it.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,12 +24,14 @@ from grader.cases import Case
 from grader.integrity import Finding, loaded_libraries
 from grader.quantity import MalformedResult
 from grader.runner import Run
-from grader.sandbox import confine
+from grader.sandbox import confine, hang
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_run
 from grader.sandbox.root import SandboxError, build
 
 SUITE_ORDER = ("public", "hidden")
+REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT
+SHORT_TIMEOUT = 1.0  # seconds
 UNCHECKED = "the worker exited before its result could be checked"
 
 
@@ -63,6 +71,8 @@ class SandboxEngine:
         self.confined = confine.available()
         self.flags: dict[str, Finding] = {}
         self.timeouts: dict[str, float] = {}
+        #: (file, function) -> how many cases hung there
+        self.hangs: Counter[tuple[str, str]] = Counter()
         #: whether every worker so far runs under the seccomp filter
         self.filtered = True
 
@@ -95,6 +105,8 @@ class SandboxEngine:
                 "assignment": assignment,
                 "suite": suite,
                 "ids": [c.id for c in remaining],
+                "timeouts": {c.id: self._timeout(c) for c in remaining},
+                "load_timeout": self.limits.timeout,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
             }
@@ -105,19 +117,41 @@ class SandboxEngine:
             finally:
                 worker.close()
 
+    def _timeout(self, case: Case) -> float:
+        seconds = self.timeouts.get(case.id, self.limits.timeout)
+        return min(seconds, SHORT_TIMEOUT) if self._repeated() else seconds
+
+    def _repeated(self) -> tuple[str, str] | None:
+        """The function where cases hung REPEATS times, if any."""
+        place, count = max(self.hangs.items(), key=lambda item: item[1], default=(None, 0))
+        return place if count >= REPEATS else None
+
     def _deadline(self, seconds: float) -> tuple[float, bool]:
         """When to give up waiting, and whether it is the budget (not the timeout) that ends it."""
         mine = time.monotonic() + seconds
         return min(mine, self.budget.deadline), self.budget.deadline < mine
 
-    def _wait(self, worker: WorkerProcess, seconds: float) -> dict:
+    def _wait(self, worker: WorkerProcess, seconds: float, work: Path | None = None) -> dict:
+        """The worker's next message. On a timeout, with `work`, say where it was stuck."""
         deadline, by_budget = self._deadline(seconds)
         try:
             return worker.receive(deadline)
         except Timeout:
             if by_budget:
                 raise BudgetExhausted(f"grading budget exhausted ({self.budget.seconds:g} s)") from None
-            raise Fault(f"timed out after {seconds:g} s") from None
+            if work is None:
+                raise Fault(f"timed out after {seconds:.3g} s") from None
+            raise Fault(self._hung(worker, seconds, work)) from None
+
+    def _hung(self, worker: WorkerProcess, seconds: float, work: Path) -> str:
+        was_repeated = self._repeated()
+        location = hang.where(worker.read_noise(), work)
+        message = f"timed out after {seconds:.3g} s{hang.describe(location)}"
+        if location is not None:
+            self.hangs[location[0], location[2]] += 1
+        if was_repeated:
+            message += f" (cut to {SHORT_TIMEOUT:g} s once {REPEATS} cases had hung in {was_repeated[1]})"
+        return message
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
@@ -137,7 +171,7 @@ class SandboxEngine:
             raise SandboxError(f"the sandbox worker could not collect the cases: {first}"[:2000])
         self.filtered = self.filtered and first.get("seccomp") is True
         try:
-            loaded = self._wait(worker, self.limits.timeout)
+            loaded = self._wait(worker, self.limits.timeout, work)
         except Fault as fault:
             loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
         if loaded.get("kind") != "ready":
@@ -154,7 +188,7 @@ class SandboxEngine:
         worker.proceed()
         for i, case in enumerate(cases):
             try:
-                run = parse_run(self._wait(worker, self.timeouts.get(case.id, self.limits.timeout)), case.id)
+                run = parse_run(self._wait(worker, self._timeout(case), work), case.id)
             except (Fault, MalformedResult) as fault:
                 reason = (
                     str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"

@@ -142,6 +142,11 @@ class WorkerProcess:
         except BlockingIOError:
             pass
 
+    def read_noise(self) -> str:
+        """What the worker wrote to its stdout and stderr, the last NOISE_KEPT bytes of it."""
+        self._drain_noise()
+        return self.noise.decode(errors="replace")
+
     def _read_results(self) -> None:
         try:
             while chunk := os.read(self.result_fd, 1 << 20):

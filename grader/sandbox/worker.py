@@ -26,7 +26,7 @@ from grader import assignments
 from grader.cases import collect
 from grader.loading import SubmissionError
 from grader.runner import run_case
-from grader.sandbox import seccomp
+from grader.sandbox import hang, seccomp
 from grader.sandbox.protocol import MAX_TEXT, encode, run_to_wire
 
 BOOT = (
@@ -93,18 +93,22 @@ def main(argv: list[str]) -> None:
 
     work = Path.cwd()
     assignment = assignments.get(name)
+    hang.arm(job["load_timeout"])
     try:
         modules = assignment.load(work)
     except SubmissionError as exc:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
+    hang.disarm()
     channel.send({"kind": "ready"})
     channel.wait()
     for case_id in ids:
         case = cases[case_id]
         buffer = Bounded()
+        hang.arm(job["timeouts"][case_id])
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
+        hang.disarm()
         run.output = buffer.getvalue()
         channel.send(run_to_wire(case_id, run))
         channel.wait()

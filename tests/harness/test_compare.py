@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from grader.compare import close, compare
+from grader.diagnose import explain_results
 from grader.quantity import MalformedResult, Quantity
 
 
@@ -52,6 +53,15 @@ def test_compare_names_missing_and_wrong_results():
     assert [(m.name, m.reason) for m in found] == [("x.grad", "value")]
     found = compare(expected, {"x": q(1.0)})
     assert [(m.name, m.reason) for m in found] == [("x.grad", "missing")]
+
+
+def test_a_mismatch_that_prints_alike_shows_the_gap():
+    """1 and 1 + 4e-6 both print as 1 at six digits: the message must not read "expected 1, got 1"."""
+    expected, actual = q(1.0), q(1.0 + 4e-6)
+    reason = close(expected, actual)
+    assert reason == "value"
+    text = explain_results(compare({"x.grad": expected}, {"x.grad": actual}))
+    assert "expected 1, got 1 (off by 4e-06)" in text
 
 
 class Liar(float):

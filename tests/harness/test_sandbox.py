@@ -4,6 +4,7 @@ command line, and verdicts equal to the in-process path on honest (buggy) submis
 import fnmatch
 import importlib
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -21,7 +22,8 @@ from grader.grading import grade
 from grader.oracle import Oracle, run_from_plain, run_to_plain
 from grader.quantity import MalformedResult, Quantity
 from grader.results import gradescope
-from grader.sandbox import Limits
+from grader.sandbox import Limits, hang
+from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
 from grader.sandbox.protocol import FrameReader, decode, encode, parse_run
 from grader.sandbox.root import SandboxError, build, worker_modules
 
@@ -193,9 +195,63 @@ def test_the_budget_bounds_the_whole_submission(tmp_path, oracle):
     report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=limits)
     assert time.monotonic() - started < limits.budget + 5  # killing the last worker, scoring
     messages = [r.message for r in report.results]
-    assert "timed out after 1 s" in messages
+    assert any(m.startswith("timed out after 1 s") for m in messages)
     assert any(m.startswith("grading budget exhausted") for m in messages)
     assert report.score <= 1  # at most mul_rule, which never calls backward()
+
+
+LOOP = "        while True:\n            pass  # stuck here\n"
+
+
+def loop_line(sub: Path, file: str = "engine.py") -> int:
+    lines = (sub / "micrograd" / file).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if "stuck here" in line)
+
+
+def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle):
+    """Cases that hang are cut to SHORT_TIMEOUT once REPEATS of them hung in one function."""
+    sub = submission(
+        tmp_path,
+        edits=[("        topo, visited = [], set()\n", LOOP + "        topo, visited = [], set()\n")],
+    )
+    line = loop_line(sub)
+    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=Limits(timeout=2.0, budget=120.0))
+    hung = [r.message for r in report.results if "timed out" in r.message]
+    assert len(hung) == len([r for r in report.results if "mul_rule" not in r.case.id]) > REPEATS
+    for message in hung:
+        assert re.search(rf"in backward \(engine\.py, line ({line}|{line - 1})\)", message), message
+    assert not any("cut to" in m for m in hung[:REPEATS])
+    cut = f"timed out after {SHORT_TIMEOUT:g} s"
+    assert all(
+        m.startswith(cut) and f"once {REPEATS} cases had hung in backward" in m for m in hung[REPEATS:]
+    )
+
+
+def test_an_import_that_hangs_says_where(tmp_path, oracle):
+    sub = submission(
+        tmp_path, edits=[("import math\n", "import math\n\nwhile True:\n    pass  # stuck here\n")]
+    )
+    line = loop_line(sub)
+    report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=Limits(timeout=2.0, budget=60.0))
+    assert report.score == 0
+    where = rf"in <module> \(engine\.py, line ({line}|{line - 1})\)"
+    for r in report.results:
+        assert re.match(rf"importing micrograd failed: timed out after 2 s {where}", r.message), r.message
+
+
+def test_hang_location_ignores_frames_outside_the_submission(tmp_path):
+    work = tmp_path / "work"
+    dump = (
+        "Timeout (0:00:01.600000)!\n"
+        'Thread 0x1 (most recent call first):\n  File "/elsewhere/engine.py", line 3 in backward\n'
+        f'  File "{tmp_path}/lib/grader/sandbox/worker.py", line 9 in other_thread\n\n'
+        'Thread 0x2 (most recent call first):\n  File "/usr/lib/python3.11/numpy/core.py", line 5 in dot\n'
+        f'  File "{work}/micrograd/engine.py", line 42 in backward\n'
+        f'  File "{tmp_path}/lib/grader/sandbox/worker.py", line 9 in main\n'
+    )
+    assert hang.where(dump, work) == ("micrograd/engine.py", 42, "backward")
+    assert hang.where("no dump here", work) is None
+    assert hang.describe(hang.where(dump, work)) == " in backward (engine.py, line 42)"
 
 
 # ---- integrity ----

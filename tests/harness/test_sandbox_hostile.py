@@ -58,8 +58,9 @@ EXPECTED = {
     "read_reference": ("all", TANH, "wrong gradient from tanh"),
     "background_thread": ("all", TANH, ""),
     "torch_import": ("all", ALL, "uses torch to compute gradients (helper.py line 1): not allowed"),
-    # torch does not even load within 512 MiB; with more it loads, and is seen (test below)
-    "torch_smuggled": ("public", PUBLIC, "importing micrograd failed"),
+    # within 512 MiB torch fails to import, either as the import runs out of time or memory
+    # or after its libraries are mapped (and seen); with more it loads, and is seen (test below)
+    "torch_smuggled": ("public", PUBLIC, ("importing micrograd failed", "uses torch to compute gradients")),
 }
 
 
