@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from timing import REPO, timed
+
 BUGS = {
     "micrograd/engine.py": ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad"),
     "needle/ops.py": ("        return out_grad * node\n", "        return out_grad * node.inputs[0]\n"),
@@ -42,18 +40,6 @@ def make(dest: Path, edits: dict[str, tuple[str, str]]) -> Path:
             print(f"note: {rel} has no {old!r}; left as it is", file=sys.stderr)
         path.write_text(text.replace(old, new))
     return dest
-
-
-def timed(argv: list[str], repeat: int) -> tuple[float, str]:
-    times, out = [], ""
-    for _ in range(repeat):
-        started = time.perf_counter()
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        times.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr}")
-        out = done.stdout
-    return statistics.median(times), out
 
 
 def score_line(out: str) -> str:

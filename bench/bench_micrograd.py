@@ -29,13 +29,12 @@ import argparse
 import gc
 import math
 import random
-import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from timing import REPO, timed
+
 CACHE = REPO / "bench" / ".cache" / "micrograd-0.1.0"
 sys.path.insert(0, str(REPO))
 
@@ -146,25 +145,16 @@ def train(engines: list[dict], weights: list[float], X, y, steps: int) -> list[t
     return [(t.loss, t.elapsed) for t in trainers]
 
 
-def timed_subprocess(argv: list[str], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run(argv, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
 
-    floor = timed_subprocess([sys.executable, "-c", "import torch, pytest"], args.repeat)
+    floor = timed([sys.executable, "-c", "import torch, pytest"], args.repeat)[0]
     suite = [sys.executable, "-m", "pytest", "-q", "tests/public/micrograd"]
-    cold = timed_subprocess([*suite, "--no-oracle-cache"], args.repeat)
-    warm = timed_subprocess(suite, args.repeat)
+    cold = timed([*suite, "--no-oracle-cache"], args.repeat)[0]
+    warm = timed(suite, args.repeat)[0]
     print(f"`import torch, pytest`: {floor:.2f} s")
     print(f"public micrograd suite, PyTorch oracle run afresh: {cold:.2f} s; ratio {cold / floor:.1f}x")
     print(f"public micrograd suite, oracle from its disk cache: {warm:.2f} s; ratio {warm / floor:.1f}x")

@@ -15,15 +15,12 @@
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from timing import REPO, timed
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from grader.loading import load_package  # noqa: E402
@@ -74,17 +71,6 @@ def torch_epoch(torch, X, y, W1, W2):
     return W1.detach().numpy(), W2.detach().numpy()
 
 
-def timed_subprocess(argv: list[str], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        times.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each subprocess (median)")
@@ -119,8 +105,8 @@ def main() -> None:
         )
     print(f"  final weights of the two differ by at most {apart:.1e}")
 
-    suite = timed_subprocess([sys.executable, "-m", "pytest", "-q", "tests/public/needle"], args.repeat)
-    floor = timed_subprocess([sys.executable, "-c", "import torch, pytest"], args.repeat)
+    suite = timed([sys.executable, "-m", "pytest", "-q", "tests/public/needle"], args.repeat)[0]
+    floor = timed([sys.executable, "-c", "import torch, pytest"], args.repeat)[0]
     print(f"needle public suite (median of {args.repeat}):")
     print(f"  python -m pytest -q tests/public/needle  {suite:6.2f} s")
     print(f"  python -c 'import torch, pytest'         {floor:6.2f} s")
