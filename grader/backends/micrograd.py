@@ -47,8 +47,7 @@ class MicrogradBackend(ScalarBackend):
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
-        out.raw.grad = out_grad
-        out.raw._backward()
+        self.run_rule(out.raw, out_grad)
 
     def set_grad(self, raw: Any, grad: float) -> None:
         raw.grad = grad
