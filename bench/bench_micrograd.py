@@ -38,7 +38,7 @@ from timing import REPO, timed
 CACHE = REPO / "bench" / ".cache" / "micrograd-0.1.0"
 sys.path.insert(0, str(REPO))
 
-from grader.loading import load_package  # noqa: E402
+from grader.case.loading import load_package  # noqa: E402
 
 
 def original_micrograd() -> dict:

@@ -23,7 +23,7 @@ from timing import REPO, timed
 
 sys.path.insert(0, str(REPO))
 
-from grader.loading import load_package  # noqa: E402
+from grader.case.loading import load_package  # noqa: E402
 
 HIDDEN, CLASSES, BATCH, LR = 100, 10, 100, 0.1
 

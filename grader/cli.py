@@ -14,12 +14,12 @@ import sys
 import traceback
 from pathlib import Path
 
-from grader.feedback import markdown
-from grader.grading import REPO, SUITES_DIR, grade
-from grader.oracle import Oracle, default_cache_dir
-from grader.report import print_report
-from grader.results import gradescope, write_json, write_text
+from grader.pipeline import REPO, SUITES_DIR, grade
+from grader.report.gradescope import gradescope, write_json, write_text
+from grader.report.markdown import markdown
+from grader.report.terminal import print_report
 from grader.sandbox import Limits
+from grader.verdict.oracle import Oracle, default_cache_dir
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -49,7 +49,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from grader.template import check, generate
+    from grader.authoring.template import check, generate
 
     reference, template = Path(args.reference), Path(args.template)
     if args.check:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.cases import Case
-from grader.grading import InProcessEngine, verdict
-from grader.loading import SubmissionError
-from grader.oracle import Oracle, default_cache_dir
-from grader.runner import Run
+from grader.case.define import Case
+from grader.case.loading import SubmissionError
+from grader.case.run import Run
+from grader.pipeline import InProcessEngine, verdict
+from grader.verdict.oracle import Oracle, default_cache_dir
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -20,14 +20,15 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.cases import Case
-from grader.integrity import Finding, loaded_libraries
-from grader.quantity import MalformedResult
-from grader.runner import Run
-from grader.sandbox import confine, hang
+from grader.case import hang
+from grader.case.define import Case
+from grader.case.quantity import MalformedResult
+from grader.case.run import Run
+from grader.sandbox import confine
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_run
 from grader.sandbox.root import SandboxError, build
+from grader.verdict.integrity import Finding, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
 REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT

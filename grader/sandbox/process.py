@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.quantity import MalformedResult
+from grader.case.quantity import MalformedResult
+from grader.case.worker import BOOT
 from grader.sandbox.protocol import MAX_MESSAGE, FrameReader, decode
-from grader.sandbox.worker import BOOT
 
 NOISE_KEPT = 16 << 10
 POLL = 0.05

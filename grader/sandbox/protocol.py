@@ -1,32 +1,21 @@
-"""What crosses the pipe from the worker to the grader, and how the grader reads it.
+"""The grader's end of the wire: reading what a worker sends, strictly.
 
-Each message is a 4-byte big-endian length and that many bytes of JSON. The worker writes;
-the grader reads with a size cap and parses strictly: exact dicts, lists, strings, ints
-and floats in the agreed shape, nothing else. The worker runs student code, so a message
-may be forged, truncated or huge: any deviation is a `MalformedResult`, never a crash and
-never a pass. This module is shipped to the worker, so it imports nothing from the
-grader that the worker does not have.
+The worker (`grader.case.wire`) writes length-prefixed JSON. The grader reads with a size
+cap and parses strictly: exact dicts, lists, strings, ints and floats in the agreed shape,
+nothing else. The worker runs student code, so a message may be forged, truncated or
+huge: any deviation is a `MalformedResult`, never a crash and never a pass.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
-from grader.quantity import MalformedResult, Quantity
-from grader.runner import Failure, Run
+from grader.case.quantity import MalformedResult, Quantity
+from grader.case.run import Failure, Run
+from grader.case.wire import HEADER, MAX_MESSAGE, MAX_TEXT, TAPE_KEYS
 
-HEADER = struct.Struct(">I")
-#: a message larger than this is malformed (a big needle case's tape fits many times over)
-MAX_MESSAGE = 8 << 20
-MAX_TEXT = 4000
-
-
-def encode(obj: dict[str, Any]) -> bytes:
-    """One framed message (worker side)."""
-    payload = json.dumps(obj, separators=(",", ":")).encode()
-    return HEADER.pack(len(payload)) + payload
+__all__ = ["FrameReader", "decode", "parse_run", "MAX_MESSAGE"]
 
 
 class FrameReader:
@@ -61,28 +50,7 @@ def decode(frame: bytes) -> dict[str, Any]:
     return obj
 
 
-# ---- worker side: a Run as plain data (only what the verdict needs: no steps) ----
-
-#: what each node of a tape carries (see `Backend.read`)
-TAPE_KEYS = ("value", "grad", "rule")
-
-
-def _q(q: Quantity | None) -> dict[str, Any] | None:
-    return None if q is None else q.to_plain()
-
-
-def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
-    return {
-        "kind": "run",
-        "id": case_id,
-        "results": {name: _q(q) for name, q in run.results.items()},
-        "tape": [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in run.tape],
-        "failure": run.failure.to_plain() if run.failure else None,
-        "output": run.output[:MAX_TEXT],
-    }
-
-
-# ---- grader side: strict parsing ----
+# ---- strict parsing ----
 
 
 def _expect(cond: bool, what: str) -> None:

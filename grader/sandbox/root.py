@@ -1,10 +1,10 @@
 """The worker's whole world: a private directory with `lib/` and `work/`.
 
-`lib/` holds copies of only the grader modules the worker needs (found by following the
-imports of the worker and of the suite files; the oracle, the comparison, the torch
-backends and the diagnostics are refused), the suite files of one suite, and a link to
-numpy. `work/` holds a copy of the submission's package under grading and is the worker's cwd. No path
-in either leads to `reference/`, to the other suite or to the oracle's cache.
+`lib/` holds what runs beside student code and nothing else: the `grader.case` package and
+the assignments' folders, each without its `oracle.py` (copied whole, by role, so what a
+worker can reach is read off the tree), the suite files of one suite, and a link to numpy.
+`work/` holds a copy of the submission's package under grading and is the worker's cwd. No
+path in either leads to `reference/`, to the other suite, to the oracle or its cache.
 """
 
 from __future__ import annotations
@@ -16,47 +16,28 @@ from pathlib import Path
 
 import numpy
 
-from grader.imports import GRADER, closure
-
-#: where the worker starts: everything else it needs is reached through imports
-ENTRY = ("sandbox/worker.py", "backends/__init__.py")
-#: never shipped: they hold or compute expected values, or import torch
-REFUSED = (
-    "oracle",
-    "compare",
-    "diagnose",
-    "grading",
-    "plugin",
-    "bugbank",
-    "integrity",
-    "results",
-    "feedback",
-)
+GRADER = Path(__file__).resolve().parent.parent
+#: the packages that run beside student code, relative to the grader package
+SHIPPED = ("case", "assignments")
+#: files in them that are trusted: they compute expected values (and import torch)
+TRUSTED_NAMES = ("oracle.py",)
 
 
 class SandboxError(RuntimeError):
     """The sandbox cannot be built or started: a problem of the grader, not of the submission."""
 
 
-def _refused(path: Path) -> bool:
-    rel = path.relative_to(GRADER)
-    return rel.stem in REFUSED or rel.name.startswith("torch_")
-
-
-def worker_modules(suite_files: list[Path]) -> list[Path]:
-    """The grader source files the worker imports, transitively; SandboxError on a refused one."""
-    start = [GRADER / e for e in ENTRY] + [p for p in (GRADER / "backends").glob("*.py") if not _refused(p)]
-
-    def follow(module: Path, name: str, importer: Path, lazy: bool) -> bool:
-        if module == GRADER / "sandbox" / "__init__.py":
-            return False  # the real one imports the engine; the worker gets an empty one
-        if not _refused(module):
-            return True
-        if lazy:
-            return False  # e.g. assignments.py's oracle factories: never called in the worker
-        raise SandboxError(f"{importer.name} imports {name}, which never goes into the sandbox")
-
-    return sorted(p for p in closure([*start, *suite_files], follow) if GRADER in p.parents)
+def worker_modules() -> list[Path]:
+    """The grader source files a worker gets: `grader/__init__.py`, `case/` and
+    `assignments/` whole, but for the assignments' oracles."""
+    found = [GRADER / "__init__.py"]
+    for package in SHIPPED:
+        found += [
+            p
+            for p in (GRADER / package).rglob("*")
+            if p.is_file() and p.name not in TRUSTED_NAMES and "__pycache__" not in p.parts
+        ]
+    return sorted(found)
 
 
 def _copy_trusted(src: Path, dest: Path) -> None:
@@ -93,14 +74,8 @@ def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment
     suite_dest.mkdir(parents=True)
     if suite_src.is_dir():
         _copy_tree(suite_src, suite_dest, _copy_trusted)
-    for path in worker_modules(sorted(suite_dest.rglob("*.py"))):
-        if path.is_relative_to(suite_dest):
-            continue
+    for path in worker_modules():
         _copy_trusted(path, lib / "grader" / path.relative_to(GRADER))
-    for package in (lib / "grader").rglob("*"):
-        if package.is_dir() and package.name != "__pycache__" and not (package / "__init__.py").exists():
-            (package / "__init__.py").write_text("")
-    (lib / "grader" / "sandbox" / "__init__.py").write_text("")  # the real one imports the engine
     numpy_dir = Path(numpy.__file__).resolve().parent
     for name in ("numpy", "numpy.libs"):
         if (numpy_dir.parent / name).exists():

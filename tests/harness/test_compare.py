@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from grader.compare import close, compare
-from grader.diagnose import explain_results
-from grader.quantity import MalformedResult, Quantity
+from grader.case.quantity import MalformedResult, Quantity
+from grader.verdict.compare import close, compare
+from grader.verdict.diagnose import explain_results
 
 
 def q(values, dtype="float64"):

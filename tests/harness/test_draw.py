@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import draw
-from grader.draw import GraphvizNotFound, draw_dot
-from grader.loading import load_package
+from grader.case.loading import load_package
+from grader.report import draw
+from grader.report.draw import GraphvizNotFound, draw_dot
 
 REPO = Path(__file__).resolve().parents[2]
 

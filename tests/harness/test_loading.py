@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.loading import SubmissionError, load_package, present_packages
+from grader.case.loading import SubmissionError, load_package, present_packages
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """The micrograd suites against known submissions, graded in this process.
 
 - the reference passes every public and hidden case;
-- each bug of grader/bugbank.py fails the cases meant to catch it, and each of those
+- each bug of tests/harness/bugs/micrograd.py fails the cases meant to catch it, and each of those
   failures' messages names the culprit (the op, the function, the error);
 - the untouched student template passes every forward case and fails every other one with
   "not implemented yet: <the function to write>".
@@ -15,10 +15,11 @@ import re
 
 import pytest
 
-from grader.bugbank import BUGS, Bug, EditError, materialize
-from grader.cases import Case, collect
-from grader.grading import REPO, grade, run_in_process, score
-from grader.oracle import Oracle
+from grader.case.define import Case, collect
+from grader.pipeline import REPO, grade, run_in_process, score
+from grader.verdict.oracle import Oracle
+from tests.harness.bugs import Bug, EditError, materialize
+from tests.harness.bugs.micrograd import BUGS
 
 SUITES = REPO / "tests"
 

@@ -1,6 +1,6 @@
 """The needle suites against known submissions: the reference passes every case, the
 untouched template passes the forward cases and fails the gradient ones as "not implemented
-yet", and every bug of the bank (grader/bugbank_needle.py) is caught by the cases meant for
+yet", and every bug of the bank (tests/harness/bugs/needle.py) is caught by the cases meant for
 it, each failing with a message that says what to fix. One oracle serves them all."""
 
 import re
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.bugbank_needle import BUGS, materialize
-from grader.cases import collect
-from grader.grading import REPO, SUITES_DIR, grade
-from grader.oracle import Oracle
+from grader.case.define import collect
+from grader.pipeline import REPO, SUITES_DIR, grade
+from grader.verdict.oracle import Oracle
+from tests.harness.bugs import materialize
+from tests.harness.bugs.needle import BUGS
 
 CASE_IDS = [c.id for c in collect(SUITES_DIR, ["needle"], ["public", "hidden"])]
 #: topics whose every case needs a gradient the template leaves to write

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from grader.backends.needle import NeedleBackend
-from grader.backends.torch_tensor import OracleDisagreement, TorchTensorBackend
-from grader.compare import compare
-from grader.expressions_needle import programs, random_program, run
-from grader.grading import REPO
+from grader.assignments.needle.adapter import NeedleBackend
+from grader.assignments.needle.oracle import OracleDisagreement, TorchTensorBackend
+from grader.assignments.needle.programs import programs, random_program, run
+from grader.pipeline import REPO
+from grader.verdict.compare import compare
 
 MODULES = NeedleBackend.load(REPO / "reference")
 
@@ -91,7 +91,8 @@ def test_lazy_flags_follow_needle():
 
 def test_needle_backend_never_imports_torch():
     code = (
-        "import sys; import grader.backends.needle, grader.backends.tensor, grader.expressions_needle; "
+        "import sys; import grader.assignments.needle.adapter, grader.assignments.needle.backend, "
+        "grader.assignments.needle.programs; "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

@@ -2,7 +2,6 @@
 command line, and verdicts equal to the in-process path on honest (buggy) submissions."""
 
 import fnmatch
-import importlib
 import json
 import re
 import shutil
@@ -15,17 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from grader import integrity
-from grader.cases import collect
-from grader.feedback import markdown
-from grader.grading import grade
-from grader.oracle import Oracle, run_from_plain, run_to_plain
-from grader.quantity import MalformedResult, Quantity
-from grader.results import gradescope
-from grader.sandbox import Limits, hang
+from grader.case import hang
+from grader.case.define import collect
+from grader.case.quantity import MalformedResult, Quantity
+from grader.case.wire import encode
+from grader.pipeline import grade
+from grader.report.gradescope import gradescope
+from grader.report.markdown import markdown
+from grader.sandbox import Limits
 from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
-from grader.sandbox.protocol import FrameReader, decode, encode, parse_run
-from grader.sandbox.root import SandboxError, build, worker_modules
+from grader.sandbox.protocol import FrameReader, decode, parse_run
+from grader.sandbox.root import SandboxError, build
+from grader.verdict import integrity
+from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
+from tests.harness.bugs import materialize as write_bug
+from tests.harness.bugs import micrograd as micrograd_bugs
+from tests.harness.bugs import needle as needle_bugs
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
@@ -117,23 +121,26 @@ def test_frames_are_bounded_and_json_only():
 # ---- the worker's world ----
 
 
-def test_the_worker_gets_no_oracle_no_comparison_and_one_suite(tmp_path):
+def test_the_worker_gets_no_oracle_no_verdict_and_one_suite(tmp_path):
     lib, work = build(tmp_path, REPO / "reference", SMALL, "public", "micrograd")
     shipped = {p.relative_to(lib).as_posix() for p in lib.rglob("*.py") if "numpy" not in p.parts}
-    for refused in ("grader/oracle.py", "grader/compare.py", "grader/diagnose.py", "grader/grading.py"):
-        assert refused not in shipped
-    assert not any("torch" in p for p in shipped)
+    packages = {p.split("/")[1] for p in shipped if p.startswith("grader/")}
+    assert packages == {"__init__.py", "case", "assignments"}
+    assert not any(p.endswith("/oracle.py") for p in shipped)
+    assert "grader/case/worker.py" in shipped
     assert any(p.startswith("suites/public/micrograd/") for p in shipped)
     assert not any(p.startswith("suites/hidden") for p in shipped)
     assert sorted(p.name for p in work.iterdir()) == ["micrograd"]
     assert not (work / "micrograd" / "__pycache__").exists()
 
 
-def test_a_suite_that_imports_the_oracle_is_refused(tmp_path):
-    bad = tmp_path / "test_bad.py"
-    bad.write_text("from grader.oracle import Oracle\n")
-    with pytest.raises(SandboxError, match="never goes into the sandbox"):
-        worker_modules([bad])
+def test_a_suite_that_imports_the_trusted_side_cannot_run(tmp_path, oracle):
+    suites = tmp_path / "suites"
+    shutil.copytree(SMALL, suites)
+    bad = suites / "public" / "micrograd" / "test_bad.py"
+    bad.write_text("from grader.verdict.oracle import Oracle  # noqa: F401\n")
+    with pytest.raises(SandboxError, match="No module named 'grader.verdict'"):
+        grade(REPO / "reference", "public", ["micrograd"], suites, oracle, limits=FAST)
 
 
 def test_the_worker_cannot_import_torch(tmp_path, oracle):
@@ -244,10 +251,10 @@ def test_hang_location_ignores_frames_outside_the_submission(tmp_path):
     dump = (
         "Timeout (0:00:01.600000)!\n"
         'Thread 0x1 (most recent call first):\n  File "/elsewhere/engine.py", line 3 in backward\n'
-        f'  File "{tmp_path}/lib/grader/sandbox/worker.py", line 9 in other_thread\n\n'
+        f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in other_thread\n\n'
         'Thread 0x2 (most recent call first):\n  File "/usr/lib/python3.11/numpy/core.py", line 5 in dot\n'
         f'  File "{work}/micrograd/engine.py", line 42 in backward\n'
-        f'  File "{tmp_path}/lib/grader/sandbox/worker.py", line 9 in main\n'
+        f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
     )
     assert hang.where(dump, work) == ("micrograd/engine.py", 42, "backward")
     assert hang.where("no dump here", work) is None
@@ -376,15 +383,8 @@ def test_hidden_feedback_shows_only_pass_or_fail(tmp_path, oracle):
 
 
 def bank():
-    """Every bug of the banks (grader/bugbank.py, grader/bugbank_needle.py) that exist."""
-    found = []
-    for module in ("grader.bugbank", "grader.bugbank_needle"):
-        try:
-            bank = importlib.import_module(module)
-        except ImportError:
-            continue
-        found += [(bug, bank.materialize) for bug in bank.BUGS]
-    return found
+    """Every bug of both banks, with the function that writes it out."""
+    return [(bug, write_bug) for bug in [*micrograd_bugs.BUGS, *needle_bugs.BUGS]]
 
 
 def quick(oracle, case):

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import grade
-from grader.oracle import Oracle
-from grader.results import gradescope, write_json
+from grader.pipeline import grade
+from grader.report.gradescope import gradescope, write_json
 from grader.sandbox import Limits, confine
+from grader.verdict.oracle import Oracle
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "harness" / "hostile"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.template import MarkerError, check, generate, strip_solutions
+from grader.authoring.template import MarkerError, check, generate, strip_solutions
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Hidden: whole expressions, including micrograd's own two at other inputs."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="composite", points=2)

@@ -1,7 +1,7 @@
 """Hidden: accumulation, backward more than once, zero_grad, detach and deep graphs."""
 
-from grader.cases import case
-from grader.expressions import paused_gc
+from grader.assignments.micrograd.programs import paused_gc
+from grader.case import case
 
 
 @case("micrograd", topic="accumulation", points=1)

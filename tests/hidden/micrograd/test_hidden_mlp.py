@@ -1,6 +1,6 @@
 """Hidden: other MLPs, other losses."""
 
-from grader.cases import case
+from grader.case import case
 
 XS = [[0.5, -1.0, 2.0, 0.1], [-1.5, 0.3, 0.0, 1.0], [1.0, 1.0, -1.0, -0.5]]
 LABELS = [1.0, -1.0, 1.0]

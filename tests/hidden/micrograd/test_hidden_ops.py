@@ -1,6 +1,6 @@
 """Hidden: every op again, at other inputs (other signs, zeros, saturation, other exponents)."""
 
-from grader.cases import case
+from grader.case import case
 
 # name -> (the op, the leaves' values)
 OPS = {

@@ -1,7 +1,7 @@
 """Hidden: more and longer random expression graphs."""
 
-from grader.cases import case
-from grader.expressions import build, fixed_programs
+from grader.assignments.micrograd.programs import build, fixed_programs
+from grader.case import case
 
 
 @case("micrograd", topic="random", points=1, params=fixed_programs(15, seed=2, max_ops=14))

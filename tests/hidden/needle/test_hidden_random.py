@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from grader.cases import case
-from grader.expressions_needle import random_program, run
+from grader.assignments.needle.programs import random_program, run
+from grader.case import case
 
 
 @case("needle", topic="random", points=1, params=range(100, 115))

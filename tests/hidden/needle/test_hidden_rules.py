@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 def array(rng, shape, kind):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 BROADCASTS = {
     "prepend-three": ((2,), (3, 2, 4, 2)),

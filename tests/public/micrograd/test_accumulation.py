@@ -4,7 +4,7 @@ Also what happens when backward() runs twice on one graph (as PyTorch with
 retain_graph=True: the leaves' gradients double, the interior ones are recomputed, not
 counted twice), and Module.zero_grad()."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="accumulation", points=1)

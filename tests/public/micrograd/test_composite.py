@@ -1,7 +1,7 @@
 """Whole expressions: micrograd's own two tests (karpathy/micrograd, test/test_engine.py),
 and a neuron. Every returned node's value and gradient is compared with PyTorch's."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="composite", points=2)

@@ -2,8 +2,8 @@
 
 Build the topological order with a loop and an explicit stack."""
 
-from grader.cases import case
-from grader.expressions import paused_gc
+from grader.assignments.micrograd.programs import paused_gc
+from grader.case import case
 
 
 @case("micrograd", topic="deep", points=1)

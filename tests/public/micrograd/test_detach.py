@@ -1,6 +1,6 @@
 """detach(): a new leaf with the same number; no gradient flows through it to its source."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="detach", points=1)

@@ -1,6 +1,6 @@
 """nn.py: an MLP with fixed weights (the same on both engines), its output and its gradients."""
 
-from grader.cases import case
+from grader.case import case
 
 XS = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
 TARGETS = [1.0, -1.0, -1.0, 1.0]

@@ -11,7 +11,7 @@ One table drives three kinds of cases. Each row is an op and the inputs to try i
 The expected numbers come from PyTorch (float64), run on the very same expression.
 """
 
-from grader.cases import case
+from grader.case import case
 
 # name -> (the expression, as a function of its leaves; the leaves' values)
 OPS = {

@@ -4,8 +4,8 @@ Each graded case is one fixed program, the same on every run. The last test is n
 hypothesis draws new programs on each run and, when one fails, shrinks it to a small one
 and prints it as micrograd code you can paste and debug."""
 
-from grader.cases import case
-from grader.expressions import build, fixed_programs, program_case, search
+from grader.assignments.micrograd.programs import build, fixed_programs, program_case, search
+from grader.case import case
 
 PROGRAMS = fixed_programs(25, seed=1)
 

@@ -3,7 +3,7 @@ over prepended axes, over size-1 axes that were stretched, and over everything f
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 # name -> (input shape, target shape)
 SHAPES = {

@@ -3,7 +3,7 @@ network with a softmax loss; backward called more than once."""
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("needle", topic="composite", points=2)

@@ -3,7 +3,7 @@ through it, and a loop that detaches its running state keeps the graph from grow
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("needle", topic="detach", points=1)

@@ -4,7 +4,7 @@ that autograd agrees with them before any submission is compared."""
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("needle", topic="finite-differences", points=1)

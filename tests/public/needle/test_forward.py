@@ -5,7 +5,7 @@ Forward computation is given in the template, so these pass on it untouched.
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 def arrays(seed, *shapes, kind="normal"):

@@ -6,7 +6,7 @@ backward again: the leaves' gradients are then second derivatives."""
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("needle", topic="higher-order", points=2)

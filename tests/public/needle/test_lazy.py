@@ -3,7 +3,7 @@ the data is computed when asked for (realize_cached_data, numpy), and equals eag
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("needle", topic="lazy", points=1)

@@ -3,7 +3,7 @@ whose batch axes were broadcast is summed back to its shape."""
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 SHAPES = {
     "2d": ((3, 4), (4, 5)),

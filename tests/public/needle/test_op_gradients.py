@@ -6,7 +6,7 @@ These need no working backward(): a wrong rule is named here even when backward 
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 def array(rng, shape, kind):

@@ -3,8 +3,8 @@
 Each case is one fixed program, drawn from its seed: the same program every run. Every node's
 value and gradient is compared, so a failure names the first op whose rule is wrong."""
 
-from grader.cases import case
-from grader.expressions_needle import random_program, run
+from grader.assignments.needle.programs import random_program, run
+from grader.case import case
 
 
 @case("needle", topic="random", points=1, params=range(10))

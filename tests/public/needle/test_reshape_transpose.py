@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 RESHAPES = {
     "split": ((6,), (2, 3)),

@@ -3,7 +3,7 @@ them spelled out. Its gradient puts the summed axes back and broadcasts out_grad
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 AXES = {
     "none": None,

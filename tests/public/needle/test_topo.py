@@ -3,7 +3,7 @@ needle's own tests expect. The order is compared as positions of the case's node
 
 import numpy as np
 
-from grader.cases import case
+from grader.case import case
 
 
 def leaves(lib, seed, *shapes):

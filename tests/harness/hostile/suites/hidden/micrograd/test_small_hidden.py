@@ -1,6 +1,6 @@
 """The hidden half of the sandbox tests' small suite."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="hidden ops", points=1)

@@ -1,7 +1,7 @@
 """A small suite for the sandbox's own tests: fast, and with one op (tanh) whose rule
 the base of every hostile submission gets wrong, so that a lie would have something to win."""
 
-from grader.cases import case
+from grader.case import case
 
 
 @case("micrograd", topic="ops", points=1)

@@ -1,0 +1,50 @@
+"""The assignments: one folder each, with the same file names in every folder.
+
+    <name>/backend.py    the API its cases are written against (`lib`), shared by both sides
+    <name>/adapter.py    that API on the submission's engine; runs beside student code
+    <name>/programs.py   random expression programs over that API
+    <name>/oracle.py     that API on PyTorch in float64; trusted, never copied into the sandbox
+    <name>/hints.py      what its diagnostics tell a student about its rules
+    <name>/scope.toml    which ops and topics it grades, and for how many points
+
+A third assignment is one more folder here (and its suites under tests/<suite>/<name>/):
+this module finds the folders, so nothing else lists them. Everything here but `oracle.py`
+runs beside student code; an oracle module is imported only when trusted code asks for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+#: every assignment, by the name of its folder (and of the package a submission hands in)
+NAMES: tuple[str, ...] = tuple(sorted(p.name for p in HERE.iterdir() if (p / "adapter.py").is_file()))
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    #: import the submission's package from a directory -> its modules by short name
+    load: Callable[[Path], dict[str, ModuleType]]
+    #: modules, trace -> the `lib` that runs cases on the submission
+    engine: Callable[..., Any]
+
+    def oracle(self, trace: bool = True) -> Any:
+        """The PyTorch `lib` for this assignment (imports torch on first use)."""
+        module = importlib.import_module(f"{__name__}.{self.name}.oracle")
+        return module.ORACLE(trace=trace)
+
+    def folder(self) -> Path:
+        return HERE / self.name
+
+
+def get(name: str) -> Assignment:
+    if name not in NAMES:
+        raise KeyError(f"unknown assignment {name!r} (known: {', '.join(NAMES)})")
+    adapter = importlib.import_module(f"{__name__}.{name}.adapter")
+    return Assignment(name, adapter.ENGINE.load, adapter.ENGINE)

@@ -1,0 +1,78 @@
+"""A submission's micrograd, driven by cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
+from grader.case.backend import OPERATORS
+from grader.case.loading import load_package
+from grader.case.quantity import Quantity
+
+
+def _number(x: Any) -> float:
+    return float(x)
+
+
+class MicrogradBackend(ScalarBackend):
+    name = "micrograd"
+
+    def __init__(self, modules: dict, trace: bool = True) -> None:
+        super().__init__(trace)
+        self.engine = modules["engine"]
+        self.nn = modules.get("nn")
+        self.Value = self.engine.Value
+
+    @classmethod
+    def load(cls, directory: str | Path) -> dict:
+        return load_package(directory, "micrograd", ("engine", "nn"))
+
+    ops = {
+        **OPERATORS,
+        "relu": lambda a: a.relu(),
+        "exp": lambda a: a.exp(),
+        "log": lambda a: a.log(),
+        "tanh": lambda a: a.tanh(),
+        "sigmoid": lambda a: a.sigmoid(),
+        "detach": lambda a: a.detach(),
+    }
+
+    def make_value(self, x: float) -> Any:
+        return self.Value(x)
+
+    def backward(self, node) -> None:
+        self.tape.mark_output(node)
+        node.raw.backward()
+
+    def local_backward(self, out, out_grad: float = 1.0) -> None:
+        self.tape.mark_output(out)
+        self.run_rule(out.raw, out_grad)
+
+    def set_grad(self, raw: Any, grad: float) -> None:
+        raw.grad = grad
+
+    def run_rule(self, out: Any, out_grad: float) -> None:
+        out.grad = out_grad
+        out._backward()
+
+    def value_of(self, raw: Any) -> Quantity:
+        return Quantity((_number(raw.data),), ())
+
+    def grad_of(self, raw: Any) -> Quantity:
+        return Quantity((_number(raw.grad),), ())
+
+    def mlp(self, nin: int, nouts: list[int], seed: int = 0) -> Model:
+        model = self.nn.MLP(nin, list(nouts))
+        params = list(model.parameters())
+        flat = [v for layer in mlp_weights(nin, nouts, seed) for w, b in layer for v in (*w, b)]
+        if len(params) != len(flat):
+            raise ValueError(f"MLP({nin}, {nouts}) has {len(params)} parameters, expected {len(flat)}")
+        for p, v in zip(params, flat, strict=True):
+            p.data = v
+        nodes = [self.wrap(p, "parameter", (), {}, f"p{i}") for i, p in enumerate(params)]
+        return Model(self, model, nodes, model, model.zero_grad)
+
+
+#: what `grader.assignments.get` hands the grader
+ENGINE = MicrogradBackend

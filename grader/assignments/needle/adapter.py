@@ -1,0 +1,146 @@
+"""A submission's needle, driven by cases. It never imports torch: its results are plain
+numbers, so it can run in a worker process that has nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
+from grader.case.backend import OPERATORS
+from grader.case.loading import load_package
+from grader.case.quantity import Quantity
+from grader.case.trace import Node
+
+
+def _data(raw: Any) -> np.ndarray:
+    """A Tensor's data (computing it in lazy mode, as `numpy()` does); arrays as they are."""
+    return np.asarray(raw.numpy() if hasattr(raw, "numpy") else raw)
+
+
+def _helper(ops_module: Any, name: str) -> Callable[..., Any]:
+    """`ops_module.<name>(...)`, found when called: a missing helper fails only its cases."""
+    return lambda *args, **kwargs: getattr(ops_module, name)(*args, **kwargs)
+
+
+class NeedleBackend(TensorBackend):
+    name = "needle"
+
+    def __init__(self, modules: dict, trace: bool = True) -> None:
+        super().__init__(trace)
+        self.needle = modules["needle"]
+        self.autograd = modules["autograd"]
+        self.opsmod = modules["ops"]
+        self.Tensor = self.autograd.Tensor
+        o = self.opsmod
+        self.ops = {
+            # Tensor's operators: with a Python number they make the scalar op
+            **OPERATORS,
+            "sum": lambda a, axes=None: a.sum(axes),
+            "reshape": lambda a, shape: a.reshape(shape),
+            "broadcast_to": lambda a, shape: a.broadcast_to(shape),
+            "transpose": lambda a, axes=None: a.transpose(axes),
+            "detach": lambda a: a.detach(),
+            # the ops' helpers, looked up in the submission's ops module when called
+            **{helper: _helper(o, helper) for helper in HELPERS},
+        }
+
+    @classmethod
+    def load(cls, directory: str | Path) -> dict:
+        return load_package(directory, "needle", ("autograd", "ops", "init"))
+
+    # ---- leaves, backward, gradients ----
+
+    def tensor(self, array: Any, label: str = "", dtype: str = "float64", requires_grad: bool = True) -> Node:
+        if isinstance(array, Node):
+            raw = self.Tensor(array.raw, dtype=dtype, requires_grad=requires_grad)
+        else:
+            raw = self.Tensor(as_float_array(array, dtype), dtype=dtype, requires_grad=requires_grad)
+        return self.wrap(raw, "leaf", (), {}, label)
+
+    def _out_grad(self, out_grad: Any, like: Any) -> Any:
+        if out_grad is None or isinstance(out_grad, Node):
+            return None if out_grad is None else out_grad.raw
+        return self.Tensor(as_float_array(out_grad, str(_data(like).dtype)), requires_grad=False)
+
+    def backward(self, y: Node, out_grad: Any = None) -> None:
+        self.tape.mark_output(y)
+        y.raw.backward(self._out_grad(out_grad, y.raw))
+
+    def grad(self, x: Node) -> Quantity | None:
+        return self.grad_of(x.raw)
+
+    def numpy(self, x: Node) -> Quantity:
+        return self.value_of(x.raw)
+
+    def grad_node(self, x: Node) -> Node:
+        grad = getattr(x.raw, "grad", None)
+        if grad is None:
+            raise ValueError("x.grad is not set: backward() did not give this node a gradient")
+        return self.wrap(grad, "grad", (x,))
+
+    def op_gradient(
+        self, op_name: str, inputs: list[Node], out_grad: Node, **op_args: Any
+    ) -> tuple[Node, ...]:
+        """Run `op.gradient_as_tuple(out_grad, node)` alone, for one op applied to `inputs`."""
+        op_class = getattr(self.opsmod, self.op_class(op_name), None) or getattr(self.needle, op_name)
+        op = op_class(*op_args.values())
+        out = self.wrap(op(*(x.raw for x in inputs)), op_name, tuple(inputs), op_args)
+        grads = op.gradient_as_tuple(out_grad.raw, out.raw)
+        if len(grads) != len(inputs):
+            raise ValueError(f"{op_name}.gradient returned {len(grads)} gradients for {len(inputs)} inputs")
+        return tuple(
+            self.wrap(g, f"{op_name}.gradient", (out, out_grad), {"input": i}) for i, g in enumerate(grads)
+        )
+
+    # ---- structure: the submission's own graph ----
+
+    def _index_of(self) -> dict[int, int]:
+        return {id(n.raw): n.index for n in self.tape.nodes}
+
+    def topo_order(self, ys: Node | list[Node]) -> Quantity:
+        ys = ys if isinstance(ys, list) else [ys]
+        order = self.autograd.find_topo_sort([y.raw for y in ys])
+        where = self._index_of()
+        return indices([where.get(id(n), -1) for n in order])
+
+    def has_op(self, x: Node) -> Quantity:
+        return flag(x.raw.op is not None)
+
+    def count_nodes(self, y: Node) -> Quantity:
+        seen, stack = {id(y.raw)}, [y.raw]
+        while stack:
+            for inp in stack.pop().inputs:
+                if id(inp) not in seen:
+                    seen.add(id(inp))
+                    stack.append(inp)
+        return Quantity((float(len(seen)),), ())
+
+    # ---- lazy mode ----
+
+    def set_lazy(self, on: bool) -> bool:
+        previous = bool(self.autograd.LAZY_MODE)
+        self.autograd.LAZY_MODE = on
+        return previous
+
+    def computed(self, x: Node) -> Quantity:
+        return flag(x.raw.cached_data is not None)
+
+    def realize(self, x: Node) -> None:
+        x.raw.realize_cached_data()
+
+    # ---- reading results ----
+
+    def value_of(self, raw: Any) -> Quantity | None:
+        return None if raw is None else quantity(_data(raw))  # None: a rule returned no gradient
+
+    def grad_of(self, raw: Any) -> Quantity | None:
+        grad = getattr(raw, "grad", None)
+        return None if grad is None else quantity(_data(grad))
+
+
+#: what `grader.assignments.get` hands the grader
+ENGINE = NeedleBackend

@@ -1,0 +1,114 @@
+"""What every backend shares: applying ops through the tape and flattening results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from grader.case.quantity import Quantity
+from grader.case.trace import Node, Tape
+
+#: Python's operators, which every engine overloads; `r...` are the reflected forms that a
+#: number on the left calls (`2 * x` runs `x.__rmul__(2)`).
+OPERATORS: dict[str, Callable[..., Any]] = {
+    "add": lambda a, b: a + b,
+    "radd": lambda a, b: b + a,
+    "sub": lambda a, b: a - b,
+    "rsub": lambda a, b: b - a,
+    "mul": lambda a, b: a * b,
+    "rmul": lambda a, b: b * a,
+    "truediv": lambda a, b: a / b,
+    "rtruediv": lambda a, b: b / a,
+    "pow": lambda a, b: a**b,
+    "matmul": lambda a, b: a @ b,
+    "neg": lambda a: -a,
+}
+
+
+class UnknownOp(KeyError):
+    """A case used an operation this backend does not provide (a bug in the case)."""
+
+
+class Backend:
+    """Base of every `lib`: subclasses fill `ops` and the value/grad readers."""
+
+    name = "backend"
+    #: op name -> function of raw objects (and keyword arguments) returning a raw object
+    ops: Mapping[str, Callable[..., Any]] = {}
+
+    def __init__(self, trace: bool = True) -> None:
+        self.tape = Tape(enabled=trace)
+        self.names: dict[int, str] = {}
+
+    # ---- building expressions ----
+
+    def wrap(
+        self, raw: Any, op: str, inputs: tuple = (), kwargs: dict | None = None, label: str = ""
+    ) -> Node:
+        node = Node(raw, self)
+        self.tape.record(node, op, inputs, kwargs or {}, label)
+        return node
+
+    def apply(self, op: str, *args: Any, **kwargs: Any) -> Node:
+        try:
+            fn = self.ops[op]
+        except KeyError:
+            raise UnknownOp(f"{self.name} has no operation {op!r}") from None
+        raw = fn(*(self.unwrap(a) for a in args), **kwargs)
+        node = self.wrap(raw, op, args, kwargs)
+        self.after_op(node)
+        return node
+
+    def after_op(self, node: Node) -> None:
+        """Hook: torch keeps interior gradients so they can be compared."""
+
+    @staticmethod
+    def unwrap(x: Any) -> Any:
+        if isinstance(x, Node):
+            return x.raw
+        if isinstance(x, (list, tuple)):
+            return type(x)(Backend.unwrap(v) for v in x)
+        return x
+
+    # ---- reading results ----
+
+    def value_of(self, raw: Any) -> Quantity:
+        raise NotImplementedError
+
+    def grad_of(self, raw: Any) -> Quantity | None:
+        raise NotImplementedError
+
+    def read(self, node: Node) -> dict[str, Quantity | None]:
+        """A tape entry: the node's value and gradient, and `rule` (see `ScalarBackend`)."""
+        return {"value": self.value_of(node.raw), "grad": self.grad_of(node.raw), "rule": None}
+
+    def flatten(self, returned: Mapping[str, Any]) -> dict[str, Quantity | None]:
+        """A case's returned dict as flat names: `x` (value), `x.grad`, `xs[0]`, ..."""
+        flat: dict[str, Quantity | None] = {}
+
+        def put(name: str, item: Any) -> None:
+            if isinstance(item, Node):
+                if item.index is not None:
+                    self.names.setdefault(item.index, name)
+                flat[name] = self.value_of(item.raw)
+                flat[name + ".grad"] = self.grad_of(item.raw)
+            elif isinstance(item, (list, tuple)) and item and isinstance(item[0], Node):
+                for i, sub in enumerate(item):
+                    put(f"{name}[{i}]", sub)
+            elif item is None or isinstance(item, Quantity):
+                flat[name] = item
+            else:
+                flat[name] = Quantity.from_array(item)
+
+        for name, item in returned.items():
+            put(name, item)
+        return flat
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        out = []
+        for node in self.tape.nodes:
+            try:
+                out.append(self.read(node))
+            except Exception:  # a broken node is reported where it is compared
+                out.append({"value": None, "grad": None, "rule": None})
+        return out

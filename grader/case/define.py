@@ -1,0 +1,173 @@
+"""Graded cases: written once against a backend `lib`, run on two engines.
+
+    @case("micrograd", topic="ops", points=1)
+    def test_mul(lib):
+        a, b = lib.value(2.0, "a"), lib.value(-3.0, "b")
+        c = a * b
+        lib.backward(c)
+        return {"a": a, "b": b, "c": c}
+
+The function builds an expression, runs backward and returns named results; a returned
+node contributes its value and its gradient (`a`, `a.grad`). `params` turns one function
+into several cases, one per value. Under pytest the decorated function is an ordinary test
+(the plugin runs it on the submission and on PyTorch and compares); outside pytest,
+`collect` finds the same cases in the suite files.
+
+A case in a directory named `hidden` belongs to the hidden suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.assignments import NAMES as ASSIGNMENTS
+
+SUITES = ("public", "hidden")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One graded check: a function of `lib` and an optional parameter."""
+
+    assignment: str
+    topic: str
+    name: str
+    fn: Callable[..., Any] = field(repr=False, compare=False)
+    module: str
+    suite: str = "public"
+    points: float = 1.0
+    param_id: str | None = None
+    param: Any = None
+    trace: bool = True
+    description: str = ""
+
+    @property
+    def id(self) -> str:
+        suffix = f"[{self.param_id}]" if self.param_id is not None else ""
+        return f"{self.assignment}/{self.module}::{self.name}{suffix}"
+
+    @property
+    def title(self) -> str:
+        suffix = f" [{self.param_id}]" if self.param_id is not None else ""
+        return f"{self.name}{suffix}"
+
+    def run(self, lib: Any) -> Mapping[str, Any]:
+        return self.fn(lib) if self.param_id is None else self.fn(lib, self.param)
+
+
+def _suite_of(path: str) -> str:
+    return "hidden" if "hidden" in Path(path).parts else "public"
+
+
+def case(
+    assignment: str,
+    *,
+    topic: str,
+    points: float = 1.0,
+    params: Mapping[str, Any] | Iterable[Any] | None = None,
+    trace: bool = True,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a graded case (or one per parameter). See the module docstring."""
+    if assignment not in ASSIGNMENTS:
+        raise ValueError(f"unknown assignment {assignment!r}")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        path = inspect.getsourcefile(fn) or ""
+        module = Path(path).stem
+        name = fn.__name__.removeprefix("test_")
+        common = dict(
+            assignment=assignment,
+            topic=topic,
+            name=name,
+            fn=fn,
+            module=module,
+            suite=_suite_of(path),
+            points=points,
+            trace=trace,
+            description=(fn.__doc__ or "").strip().split("\n")[0],
+        )
+        if params is None:
+            cases = [Case(**common)]
+        else:
+            items = params.items() if isinstance(params, Mapping) else ((str(p), p) for p in params)
+            cases = [Case(**common, param_id=str(pid), param=value) for pid, value in items]
+        return _as_test(fn, cases)
+
+    return decorate
+
+
+def _as_test(fn: Callable[..., Any], cases: list[Case]) -> Callable[..., Any]:
+    """The pytest face of the cases: `test_x(graded_case)`, parametrized over them."""
+
+    if len(cases) == 1 and cases[0].param_id is None:
+
+        def test(graded_case: Callable[[Case], None], _case: Case = cases[0]) -> None:
+            graded_case(_case)
+
+    else:
+
+        def test(graded_case: Callable[[Case], None], _case: Case) -> None:
+            graded_case(_case)
+
+    test.__name__ = fn.__name__
+    test.__qualname__ = fn.__qualname__
+    test.__module__ = fn.__module__
+    test.__doc__ = fn.__doc__
+    test.__grader_cases__ = cases  # type: ignore[attr-defined]
+    if "pytest" in sys.modules:  # only under pytest: the grader's workers never import it
+        import pytest
+
+        first = cases[0]
+        marks = [
+            pytest.mark.points(first.points),
+            pytest.mark.topic(first.topic),
+            pytest.mark.assignment(first.assignment),
+        ]
+        if first.param_id is not None:
+            marks.append(pytest.mark.parametrize("_case", cases, ids=[c.param_id for c in cases]))
+        if first.suite == "hidden":
+            marks.append(pytest.mark.hidden)
+        for mark in marks:
+            test = mark(test)
+    return test
+
+
+def cases_in(module: Any) -> list[Case]:
+    found: list[Case] = []
+    for obj in vars(module).values():
+        found.extend(getattr(obj, "__grader_cases__", ()))
+    return found
+
+
+def load_module(path: Path) -> Any:
+    """Import one suite file under a private name (it may share its stem with others)."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    name = f"_grader_suite_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def collect(
+    root: str | Path, assignments: Iterable[str] = ASSIGNMENTS, suites: Iterable[str] = ("public",)
+) -> list[Case]:
+    """Every case under `root/<suite>/<assignment>/test_*.py`, in file and source order."""
+    root = Path(root)
+    found: list[Case] = []
+    for suite in suites:
+        for assignment in assignments:
+            for path in sorted((root / suite / assignment).glob("test_*.py")):
+                found.extend(cases_in(load_module(path)))
+    return found

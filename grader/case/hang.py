@@ -1,0 +1,59 @@
+"""Where a timed-out case was stuck, so its message can say `in backward (engine.py, line 42)`.
+
+The worker arms `faulthandler` before each case to dump every thread's stack to its stderr
+shortly before the grader's timeout; faulthandler's watchdog is a C thread, so the dump comes
+even from a loop that never returns to Python's signal handlers. The grader, before it kills
+the worker, reads the dump from the worker's output and keeps the innermost frame of the
+submission's own files in the thread that runs the cases.
+
+Everything here is read from untrusted output: a submission can print a fake dump, and then
+misleads only the message of a case that scores zero anyway. Names are bounded in length.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import re
+import sys
+from pathlib import Path
+
+HEADER = "Timeout ("
+FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)\s*$')
+#: the worker's own frame, at the bottom of the stack of the thread that runs the cases
+CASES_THREAD = "grader/case/worker.py"
+
+
+def arm(seconds: float) -> None:
+    """Worker side: dump the stacks a little before `seconds` from now (re-arming replaces
+    it): a fifth of the timeout early, at least a quarter second, at most half of it."""
+    early = min(max(0.2 * seconds, 0.25), 0.5 * seconds)
+    faulthandler.dump_traceback_later(seconds - early, file=sys.__stderr__)
+
+
+def disarm() -> None:
+    faulthandler.cancel_dump_traceback_later()
+
+
+def where(noise: str, work: Path) -> tuple[str, int, str] | None:
+    """Grader side: (file relative to the submission, line, function) of the innermost frame
+    inside `work` in the last dump's thread that runs the cases, or None."""
+    start = noise.rfind(HEADER)
+    if start < 0:
+        return None
+    prefix = str(work).rstrip("/") + "/"
+    for block in noise[start:].split("\n\n"):
+        if CASES_THREAD not in block:
+            continue
+        for line in block.splitlines():
+            match = FRAME.match(line)
+            if match and match["file"].startswith(prefix):
+                file = match["file"][len(prefix) :]
+                return file[:200], int(match["line"]), match["func"][:100]
+    return None
+
+
+def describe(location: tuple[str, int, str] | None) -> str:
+    if location is None:
+        return ""
+    file, line, func = location
+    return f" in {func} ({Path(file).name}, line {line})"

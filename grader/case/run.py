@@ -1,0 +1,95 @@
+"""Run one case on one backend and keep only plain data: results, tape, or the error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+from grader.case.define import Case
+from grader.case.quantity import Quantity
+from grader.case.trace import Step
+
+MAX_TEXT = 2000
+
+
+@dataclass
+class Failure:
+    """An exception raised by the submission while a case ran."""
+
+    type: str
+    message: str
+    #: innermost frame of the submission's own code: (file, line, function)
+    where: tuple[str, int, str] | None = None
+
+    @property
+    def not_implemented(self) -> bool:
+        return self.type == "NotImplementedError"
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "where": list(self.where) if self.where else None}
+
+
+@dataclass
+class Run:
+    """What one engine produced for one case."""
+
+    results: dict[str, Quantity | None] = field(default_factory=dict)
+    tape: list[dict[str, Quantity | None]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    failure: Failure | None = None
+    #: tape index -> the name the case returned it under
+    names: dict[int, str] = field(default_factory=dict)
+    #: tape indices that backward was called on
+    outputs: list[int] = field(default_factory=list)
+    #: what the submission printed while the case ran (bounded)
+    output: str = ""
+    #: set by trusted code when the case could not run to the end: a timeout, a crash, a
+    #: load error, a malformed result. The case scores zero with this as its message.
+    fault: str | None = None
+
+
+def function_name(code: CodeType) -> str:
+    """`Value.__mul__._backward` rather than `Value.__mul__.<locals>._backward`."""
+    return code.co_qualname.replace(".<locals>", "")
+
+
+def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
+    """Keep the type, a bounded message and the innermost frame inside the submission."""
+    where = None
+    rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if any(root in filename.parents for root in roots):
+            where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
+            if where[2].endswith(".gradient"):
+                rule = where
+        tb = tb.tb_next
+    message = str(exc)
+    if len(message) > MAX_TEXT:
+        message = message[:MAX_TEXT] + " ..."
+    if rule is not None and rule != where:
+        message += f" (raised while running {rule[2]}, {rule[0]} line {rule[1]})"
+    return Failure(type(exc).__name__, message, where)
+
+
+def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
+    """Run `case` on `lib`. With `roots` (the submission's directories), an exception
+    becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug."""
+    try:
+        returned = case.run(lib)
+        results = lib.flatten(returned)
+        tape = lib.read_tape()
+    except Exception as exc:
+        if roots is None:
+            raise
+        return Run(steps=list(lib.tape.steps), failure=describe_exception(exc, roots))
+    return Run(
+        results=results,
+        tape=tape,
+        steps=list(lib.tape.steps),
+        names=dict(lib.names),
+        outputs=list(lib.tape.outputs),
+    )

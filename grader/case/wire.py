@@ -1,0 +1,44 @@
+"""The worker's end of the wire: what a worker sends the grader, framed.
+
+Each message is a 4-byte big-endian length and that many bytes of JSON. The worker only
+encodes; the grader's side (`grader.sandbox.protocol`) reads with a size cap and parses
+strictly, because everything here is produced next to student code.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from grader.case.quantity import Quantity
+from grader.case.run import Run
+
+HEADER = struct.Struct(">I")
+#: a message larger than this is malformed (a big needle case's tape fits many times over)
+MAX_MESSAGE = 8 << 20
+MAX_TEXT = 4000
+#: what each node of a tape carries (see `Backend.read`)
+TAPE_KEYS = ("value", "grad", "rule")
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """One framed message."""
+    payload = json.dumps(obj, separators=(",", ":")).encode()
+    return HEADER.pack(len(payload)) + payload
+
+
+def _q(q: Quantity | None) -> dict[str, Any] | None:
+    return None if q is None else q.to_plain()
+
+
+def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
+    """A Run as plain data: only what the verdict needs (no steps: the oracle has those)."""
+    return {
+        "kind": "run",
+        "id": case_id,
+        "results": {name: _q(q) for name, q in run.results.items()},
+        "tape": [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in run.tape],
+        "failure": run.failure.to_plain() if run.failure else None,
+        "output": run.output[:MAX_TEXT],
+    }

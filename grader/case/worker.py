@@ -1,0 +1,113 @@
+"""The sandbox worker: runs cases on the submission and sends back plain numbers.
+
+Started by the grader as `python -I -S -c BOOT LIB FD JOB` in a private copy of the
+submission, with only the stdlib, numpy and LIB (a copy of the few grader modules it
+needs and of the suite files) importable. It never sees an expected value: it gets case
+ids, collects those cases itself, runs them, and writes one message per case to the pipe
+FD. Everything it sends is untrusted by the grader, which parses it strictly.
+
+Messages, in order: `collected` (before any student code runs; it also says whether the
+seccomp filter is in force), then `ready` or `load_error`, then one `run` per case id.
+After `ready` and after each `run` the worker waits for a byte on stdin: the grader
+checks the live worker (its memory map) before it accepts a result and lets it go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+from grader import assignments
+from grader.case import hang, seccomp
+from grader.case.define import collect
+from grader.case.loading import SubmissionError
+from grader.case.run import run_case
+from grader.case.wire import MAX_TEXT, encode, run_to_wire
+
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
+
+
+def set_limits(memory_mib: int, file_mib: int) -> None:
+    """Address space (numpy imports in ~100 MiB) and the size of any file written; no core dumps."""
+    for which, mib in ((resource.RLIMIT_AS, memory_mib), (resource.RLIMIT_FSIZE, file_mib)):
+        if mib:
+            resource.setrlimit(which, (mib << 20, mib << 20))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Bounded(io.TextIOBase):
+    """Keeps the first `limit` characters written and counts the rest."""
+
+    def __init__(self, limit: int = MAX_TEXT - 100) -> None:
+        self.limit, self.parts, self.kept, self.dropped = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        more = f"\n... ({self.dropped} more characters)" if self.dropped else ""
+        return "".join(self.parts) + more
+
+
+class Channel:
+    """The pipe to the grader: whole frames, written in full."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, obj: dict[str, Any]) -> None:
+        data = memoryview(encode(obj))
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+    def wait(self) -> None:
+        """Until the grader has checked this process (alive, no torch mapped) and says go on."""
+        if not os.read(0, 1):
+            os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
+    set_limits(job["memory_mib"], job["file_mib"])
+    channel = Channel(fd)
+    name, ids = job["assignment"], job["ids"]
+    cases = {c.id: c for c in collect(lib / "suites", [name], [job["suite"]])}
+    filtered = seccomp.install()  # from here on: no new processes, no signals but to itself
+    channel.send({"kind": "collected", "missing": [i for i in ids if i not in cases], "seccomp": filtered})
+
+    work = Path.cwd()
+    assignment = assignments.get(name)
+    hang.arm(job["load_timeout"])
+    try:
+        modules = assignment.load(work)
+    except SubmissionError as exc:
+        channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
+        os._exit(0)
+    hang.disarm()
+    channel.send({"kind": "ready"})
+    channel.wait()
+    for case_id in ids:
+        case = cases[case_id]
+        buffer = Bounded()
+        hang.arm(job["timeouts"][case_id])
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
+        hang.disarm()
+        run.output = buffer.getvalue()
+        channel.send(run_to_wire(case_id, run))
+        channel.wait()
+    os._exit(0)  # no atexit handlers, no waiting for the submission's threads

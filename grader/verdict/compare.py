@@ -1,0 +1,80 @@
+"""Compare a submission's results with the oracle's, within a documented tolerance.
+
+Tolerance policy
+----------------
+The oracle is PyTorch in float64. A submission's number `a` matches the oracle's `e` when
+
+    |a - e| <= atol + rtol * |e|
+
+with (rtol, atol) chosen by the coarser of the two dtypes involved:
+
+    float64: rtol 1e-6, atol 1e-8   (room for a different but exact formula, e.g. tanh'
+                                     as 1 - tanh**2 or 1 / cosh**2; far below any real bug)
+    float32: rtol 1e-4, atol 1e-5   (float32 keeps ~7 digits; sums of thousands lose ~2)
+    float16: rtol 1e-2, atol 1e-3
+
+Non-finite numbers must agree exactly: NaN where the oracle has NaN, the same infinity where
+it has one. Shapes must agree exactly: a gradient must have its input's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.case.quantity import Quantity
+
+TOLERANCES = {"float64": (1e-6, 1e-8), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3)}
+PRECISION = ["float64", "float32", "float16"]  # from finest to coarsest
+
+
+def tolerance(expected: Quantity, actual: Quantity) -> tuple[float, float]:
+    coarsest = max(PRECISION.index(expected.dtype), PRECISION.index(actual.dtype))
+    return TOLERANCES[PRECISION[coarsest]]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    name: str
+    expected: Quantity | None
+    actual: Quantity | None
+    reason: str  # "missing", "shape", "value", "nonfinite"
+
+    @property
+    def is_grad(self) -> bool:
+        return self.name.endswith(".grad")
+
+
+def close(expected: Quantity, actual: Quantity) -> str | None:
+    """None when they match, else the reason they do not."""
+    if expected.shape != actual.shape:
+        return "shape"
+    e, a = expected.array(), actual.array()
+    e_finite, a_finite = np.isfinite(e), np.isfinite(a)
+    if not np.array_equal(e_finite, a_finite):
+        return "nonfinite"
+    if not np.array_equal(np.isnan(e), np.isnan(a)):
+        return "nonfinite"
+    inf = ~e_finite & ~np.isnan(e)
+    if not np.array_equal(e[inf], a[inf]):
+        return "nonfinite"
+    rtol, atol = tolerance(expected, actual)
+    ok = np.abs(a[e_finite] - e[e_finite]) <= atol + rtol * np.abs(e[e_finite])
+    return None if ok.all() else "value"
+
+
+def compare(expected: dict[str, Quantity | None], actual: dict[str, Quantity | None]) -> list[Mismatch]:
+    """Every named result of the oracle that the submission got wrong or left out."""
+    found = []
+    for name, e in expected.items():
+        a = actual.get(name)
+        if e is None:
+            continue  # the oracle has no gradient here (a node that does not require one)
+        if a is None:
+            found.append(Mismatch(name, e, None, "missing"))
+            continue
+        reason = close(e, a)
+        if reason:
+            found.append(Mismatch(name, e, a, reason))
+    return found

@@ -1,0 +1,209 @@
+"""The expected results: each case run on PyTorch, once per suite version.
+
+In memory, a case runs on PyTorch the first time it is asked for. With a cache directory,
+`prepare` keeps one JSON file per (assignment, suite) whose name carries a hash of the
+suite files, the grader's case and backend code and the torch version: grading many
+submissions imports torch and runs the oracle once, and a warm cache never imports torch.
+Files are written atomically, so graders running side by side never read half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from grader import assignments
+from grader.assignments import HERE as ASSIGNMENTS_DIR
+from grader.case.define import Case
+from grader.case.quantity import Quantity
+from grader.case.run import Run, run_case
+from grader.case.trace import NodeRef, Step
+
+CACHE_ENV = "GRADER_CACHE"
+FORMAT = 3
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "grader" / "oracle")
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def suite_key(suites_dir: Path, assignment: str, suite: str) -> str:
+    """Changes whenever anything that could change an expected value changes: the suite's
+    files, the case package, the assignment's folder, this module, torch, numpy, Python."""
+    digest = hashlib.sha256(
+        f"{FORMAT} {_version('torch')} {_version('numpy')} {platform.python_version()}".encode()
+    )
+    suite_files = sorted((suites_dir / suite / assignment).rglob("*.py"))
+    grader = Path(__file__).resolve().parent.parent
+    code = [
+        Path(__file__).resolve(),
+        ASSIGNMENTS_DIR / "__init__.py",
+        *(grader / "case").rglob("*.py"),
+        *(ASSIGNMENTS_DIR / assignment).rglob("*.py"),
+    ]
+    for path in suite_files:
+        digest.update(f"\0{path.relative_to(suites_dir)}\0".encode() + path.read_bytes())
+    for path in sorted(code):
+        digest.update(f"\0{path.relative_to(grader)}\0".encode() + path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+# ---- a Run as JSON and back; steps keep tuples and node references exactly ----
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, NodeRef):
+        return {"ref": value.index}
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    raise TypeError(f"cannot cache {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        return NodeRef(value["ref"]) if "ref" in value else tuple(_decode(v) for v in value["tuple"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def _q(q: Quantity | None) -> Any:
+    return None if q is None else q.to_plain()
+
+
+def _uq(obj: Any) -> Quantity | None:
+    return None if obj is None else Quantity.from_plain(obj)
+
+
+def run_to_plain(run: Run) -> dict[str, Any]:
+    steps = [
+        {"op": s.op, "inputs": _encode(s.inputs), "kwargs": _encode(list(s.kwargs.items())), "label": s.label}
+        for s in run.steps
+    ]
+    plain = {
+        "results": {k: _q(v) for k, v in run.results.items()},
+        "tape": [{k: _q(v) for k, v in entry.items()} for entry in run.tape],
+        "steps": steps,
+        "names": [[i, n] for i, n in run.names.items()],
+        "outputs": run.outputs,
+    }
+    again = run_from_plain(json.loads(json.dumps(plain)))
+    if repr(again.steps) != repr(run.steps):
+        raise TypeError("a step does not survive JSON")  # then it is simply not cached
+    return plain
+
+
+def run_from_plain(obj: dict[str, Any]) -> Run:
+    steps = [
+        Step(s["op"], _decode(s["inputs"]), {k: v for k, v in _decode(s["kwargs"])}, s["label"])
+        for s in obj["steps"]
+    ]
+    return Run(
+        results={k: _uq(v) for k, v in obj["results"].items()},
+        tape=[{k: _uq(v) for k, v in entry.items()} for entry in obj["tape"]],
+        steps=steps,
+        names={int(i): n for i, n in obj["names"]},
+        outputs=list(obj["outputs"]),
+    )
+
+
+def warm_up() -> None:
+    """PyTorch's first autograd calls in a process set up its kernels, most of a second: done
+    before any case is timed, so that no case's timeout is stretched by it."""
+    import torch
+
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    y = (torch.tanh(x * x + x).reshape(3, 1) @ x.reshape(1, 3)).sum(0).exp().log().relu()
+    y.backward(torch.ones_like(y), retain_graph=True)  # with a given out_grad: more to load
+    (y.sum() / 2 - 1).backward()
+
+
+class Oracle:
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._runs: dict[str, Run] = {}
+        #: how long PyTorch took for each case: a yardstick for the submission's timeout
+        self.seconds: dict[str, float] = {}
+        self._warm = False
+
+    def expected(self, case: Case) -> Run:
+        if case.id not in self._runs:
+            lib = assignments.get(case.assignment).oracle(trace=case.trace)
+            if not self._warm:
+                warm_up()
+                self._warm = True
+            started = time.perf_counter()
+            self._runs[case.id] = run_case(case, lib)
+            self.seconds[case.id] = time.perf_counter() - started
+        return self._runs[case.id]
+
+    def prepare(self, cases: Iterable[Case], suites_dir: Path) -> None:
+        """Have every case's expected run at hand: from the disk cache, else from PyTorch."""
+        groups: dict[tuple[str, str], list[Case]] = {}
+        for case in cases:
+            if case.id not in self._runs:
+                groups.setdefault((case.assignment, case.suite), []).append(case)
+        for (assignment, suite), group in groups.items():
+            path = None
+            stored: dict[str, Any] = {"runs": {}, "seconds": {}}
+            if self.cache_dir is not None:
+                key = suite_key(Path(suites_dir), assignment, suite)
+                path = self.cache_dir / f"{assignment}-{suite}-{key}.json"
+                stored = self._load(path)
+                group = [case for case in group if case.id not in self._runs]
+                if not group:
+                    continue
+            for case in group:
+                run = self.expected(case)
+                try:
+                    stored["runs"][case.id] = run_to_plain(run)
+                    stored["seconds"][case.id] = self.seconds.get(case.id, 0.0)
+                except TypeError:
+                    path = None  # not representable as JSON: keep it in memory only
+            if path is not None:
+                _write_atomically(path, {"format": FORMAT, **stored})
+
+    def _load(self, path: Path) -> dict[str, Any]:
+        """Take every run the cache file holds; return its contents to extend and rewrite.
+
+        A run of a few cases (`pytest -k ...`) adds to the file instead of replacing it."""
+        try:
+            data = json.loads(path.read_text())
+            runs = {case_id: run_from_plain(plain) for case_id, plain in data["runs"].items()}
+            seconds = {case_id: float(data["seconds"][case_id]) for case_id in runs}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"runs": {}, "seconds": {}}
+        for case_id, run in runs.items():
+            self._runs.setdefault(case_id, run)
+        self.seconds.update(seconds)
+        return {"runs": data["runs"], "seconds": data["seconds"]}
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time

@@ -1,0 +1,252 @@
+"""micrograd's bug bank (see __init__.py): wrong rules, wrong backward(), wrong MLPs."""
+
+from __future__ import annotations
+
+from tests.harness.bugs import Bug
+
+ENGINE = "micrograd/engine.py"
+NN = "micrograd/nn.py"
+
+RECURSIVE_TOPO = """\
+        topo, visited = [], set()
+
+        def build_topo(v):
+            if v not in visited:
+                visited.add(v)
+                for child in v._prev:
+                    build_topo(child)
+                topo.append(v)
+
+        build_topo(self)
+"""
+
+BREADTH_FIRST = """\
+        self.grad = 1.0
+        queue, seen = [self], {self}
+        for node in queue:  # breadth first from the output: not a topological order
+            node._backward()
+            for child in node._prev:
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
+"""
+
+ITERATIVE_TOPO = """\
+        topo, visited = [], set()
+        stack = [(self, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if children_done:
+                topo.append(node)
+            elif node not in visited:
+                visited.add(node)
+                stack.append((node, True))
+                stack.extend((child, False) for child in node._prev)
+"""
+
+RESET_INTERIOR = """\
+        for node in topo:
+            if node._prev:
+                node.grad = 0.0
+"""
+
+BUGS = [
+    Bug(
+        "add-assigns",
+        "add's rule assigns (`=`) instead of accumulating (`+=`)",
+        [
+            (
+                ENGINE,
+                "            self.grad += out.grad\n            other.grad += out.grad\n",
+                "            self.grad = out.grad\n            other.grad = out.grad\n",
+            )
+        ],
+        caught_by=[
+            "test_ops::rule[add-same-leaf]",
+            "test_accumulation::add_twice",
+            "test_hidden_ops::hidden_backward[add-three-times]",
+        ],
+        says=("add",),
+    ),
+    Bug(
+        "mul-assigns",
+        "mul's rule assigns (`=`) instead of accumulating (`+=`)",
+        [
+            (
+                ENGINE,
+                "            self.grad += other.data * out.grad\n"
+                "            other.grad += self.data * out.grad\n",
+                "            self.grad = other.data * out.grad\n"
+                "            other.grad = self.data * out.grad\n",
+            )
+        ],
+        caught_by=[
+            "test_ops::rule[mul-same-leaf]",
+            "test_accumulation::mul_self",
+            "test_hidden_ops::hidden_rule[mul-same-leaf]",
+        ],
+        says=("mul",),
+    ),
+    Bug(
+        "exp-without-out-grad",
+        "exp's rule forgets the chain rule: `self.grad += out.data`",
+        [(ENGINE, "            self.grad += out.data * out.grad\n", "            self.grad += out.data\n")],
+        caught_by=["test_ops::rule[exp*]", "test_hidden_ops::hidden_rule[exp-*]"],
+        says=("exp",),
+    ),
+    Bug(
+        "pow-off-by-one",
+        "pow's rule uses x**n instead of x**(n-1)",
+        [(ENGINE, "other * self.data ** (other - 1) * out.grad", "other * self.data**other * out.grad")],
+        caught_by=[
+            "test_ops::rule[pow-*]",
+            "test_hidden_ops::hidden_rule[pow-four]",
+            "test_hidden_ops::hidden_rule[pow-minus-*]",
+            "test_hidden_ops::hidden_rule[pow-sqrt]",
+        ],
+        says=("pow",),
+    ),
+    Bug(
+        "tanh-no-square",
+        "tanh's rule is 1 - tanh(x) instead of 1 - tanh(x)**2",
+        [(ENGINE, "(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")],
+        caught_by=[
+            "test_ops::rule[tanh]",
+            "test_composite::neuron",
+            "test_hidden_ops::hidden_rule[tanh-negative]",
+        ],
+        says=("tanh",),
+    ),
+    Bug(
+        "tanh-overflows",
+        "tanh's rule as 1/cosh(x)**2: math.cosh overflows at x = 1000",
+        [(ENGINE, "(1.0 - out.data**2) * out.grad", "(1.0 / math.cosh(self.data) ** 2) * out.grad")],
+        caught_by=["test_ops::rule[tanh-large*]", "test_ops::backward[tanh-large*]"],
+        says=("OverflowError", "Value.tanh._backward"),
+    ),
+    Bug(
+        "relu-gradient-one-at-zero",
+        "relu's slope at exactly 0 is 1 (`>= 0`); PyTorch's is 0",
+        [
+            (
+                ENGINE,
+                "(1.0 if self.data > 0 else 0.0) * out.grad",
+                "(1.0 if self.data >= 0 else 0.0) * out.grad",
+            )
+        ],
+        caught_by=[
+            "test_ops::rule[relu-zero]",
+            "test_ops::backward[relu-zero]",
+            "test_hidden_ops::hidden_backward[relu-zero-computed]",
+        ],
+        says=("relu",),
+    ),
+    Bug(
+        "sigmoid-uses-input",
+        "sigmoid's rule as s * (1 - x) with the input x instead of s * (1 - s)",
+        [(ENGINE, "out.data * (1.0 - out.data) * out.grad", "out.data * (1.0 - self.data) * out.grad")],
+        caught_by=[
+            "test_ops::rule[sigmoid]",
+            "test_ops::rule[sigmoid-large]",
+            "test_hidden_ops::hidden_rule[sigmoid-positive]",
+        ],
+        says=("sigmoid",),
+    ),
+    Bug(
+        "log-divides-by-output",
+        "log's rule divides by log(x) instead of by x",
+        [(ENGINE, "(1.0 / self.data) * out.grad", "(1.0 / out.data) * out.grad")],
+        caught_by=["test_ops::rule[log*]", "test_hidden_ops::hidden_rule[log-ten]"],
+        says=("log",),
+    ),
+    Bug(
+        "no-seed",
+        "backward() never seeds the output's gradient with 1",
+        [
+            (
+                ENGINE,
+                "        self.grad = 1.0\n        for node in reversed(topo):",
+                "        for node in reversed(topo):",
+            )
+        ],
+        caught_by=["test_ops::backward[*]", "test_composite::sanity_check"],
+        says=("at the output", "seed"),
+    ),
+    Bug(
+        "breadth-first-order",
+        "backward() calls the rules breadth first from the output, not in reverse topological order",
+        [(ENGINE, ITERATIVE_TOPO + "\n", "")]
+        + [
+            (
+                ENGINE,
+                RESET_INTERIOR + "        self.grad = 1.0\n"
+                "        for node in reversed(topo):\n"
+                "            node._backward()\n",
+                BREADTH_FIRST,
+            )
+        ],
+        caught_by=[
+            "test_accumulation::reverse_topological_order",
+            "test_composite::more_ops",
+            "test_hidden_graph::hidden_ladder",
+        ],
+        says=("from backward()", "right on their own", "reverse topological order"),
+    ),
+    Bug(
+        "double-counting",
+        "backward() does not reset interior gradients (the original micrograd): a second "
+        "backward() pushes the first one's gradients through again",
+        [(ENGINE, RESET_INTERIOR, "")],
+        caught_by=[
+            "test_accumulation::backward_twice",
+            "test_hidden_graph::hidden_backward_three_times",
+            "test_hidden_graph::hidden_backward_from_two_outputs",
+        ],
+        says=("from backward()", "right on their own", "start the interior nodes' gradients from zero"),
+    ),
+    Bug(
+        "recursive-topo",
+        "backward() sorts the graph recursively: RecursionError on deep graphs",
+        [(ENGINE, ITERATIVE_TOPO, RECURSIVE_TOPO)],
+        caught_by=[
+            "test_deep::chain_5000",
+            "test_deep::chain_of_a_million",
+            "test_hidden_graph::hidden_deep_mixed_chain",
+        ],
+        says=("RecursionError", "Value.backward", "iterative"),
+    ),
+    Bug(
+        "detach-returns-self",
+        "detach() returns the node itself, so gradients flow on",
+        [(ENGINE, "        return Value(self.data)\n", "        return self\n")],
+        caught_by=["test_detach::*", "test_hidden_graph::hidden_detach_*"],
+        says=("detach",),
+    ),
+    Bug(
+        "zero-grad-does-nothing",
+        "Module.zero_grad() leaves the gradients as they are",
+        [(NN, "            p.grad = 0.0\n", "            pass\n")],
+        caught_by=["test_accumulation::zero_grad", "test_hidden_graph::hidden_zero_grad_between_steps"],
+        says=("after zero_grad",),
+    ),
+    Bug(
+        "rsub-reversed",
+        "`other - self` built as `self - other`",
+        [(ENGINE, "        return other + (-self)\n", "        return self + (-other)\n")],
+        caught_by=[
+            "test_ops::forward[rsub]",
+            "test_ops::backward[rsub]",
+            "test_hidden_ops::hidden_backward[rsub-*]",
+        ],
+        says=("rsub",),
+    ),
+    Bug(
+        "neg-outside-the-graph",
+        "-x built as a fresh Value(-x.data): right value, but no gradient flows through it",
+        [(ENGINE, "        return self * -1\n", "        return Value(-self.data)\n")],
+        caught_by=["test_ops::backward[neg]", "test_hidden_ops::hidden_backward[neg*]"],
+        says=("neg",),
+    ),
+]
+
+BY_NAME = {bug.name: bug for bug in BUGS}

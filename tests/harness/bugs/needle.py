@@ -1,0 +1,287 @@
+"""needle's bug bank (see __init__.py): wrong gradient rules, topological order, backward,
+lazy mode and detach."""
+
+from __future__ import annotations
+
+from tests.harness.bugs import Bug
+
+AUTOGRAD = "needle/autograd.py"
+OPS = "needle/ops.py"
+
+BUGS = [
+    Bug(
+        "broadcast-axes-from-the-left",
+        "BroadcastTo's gradient lines the shapes up from the left: it sums the wrong axes",
+        [
+            (
+                OPS,
+                "    stretched = [lead + i for i, n in enumerate(shape)"
+                " if n == 1 and x.shape[lead + i] != 1]\n"
+                "    axes = tuple(range(lead)) + tuple(stretched)",
+                "    stretched = [i for i, n in enumerate(shape) if n == 1 and x.shape[i] != 1]\n"
+                "    axes = tuple(stretched) + tuple(range(len(shape), len(x.shape)))",
+            )
+        ],
+        caught_by=[
+            "test_op_gradients::op_gradient[BroadcastTo-prepend]",
+            "test_broadcast::broadcast_gradient[prepend]",
+            "test_broadcast::broadcast_gradient[prepend-and-stretch]",
+        ],
+        says=("BroadcastTo.gradient",),
+    ),
+    Bug(
+        "summation-not-broadcast-back",
+        "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
+        [
+            (
+                OPS,
+                "        return broadcast_to(reshape(out_grad, kept_shape), in_shape)",
+                "        return reshape(out_grad, kept_shape)",
+            )
+        ],
+        caught_by=[
+            "test_op_gradients::op_gradient[Summation-all]",
+            "test_op_gradients::op_gradient[Summation-tuple]",
+            "test_summation::summation_axes[none]",
+            "test_summation::summation_axes[tuple-two]",
+        ],
+        says=("Summation", "a gradient must have its input's shape"),
+    ),
+    Bug(
+        "summation-first-axis-only",
+        "Summation's gradient restores only the first of several summed axes",
+        [
+            (
+                OPS,
+                "        for axis in range(len(in_shape)) if self.axes is None else self.axes:\n"
+                "            kept_shape[axis] = 1",
+                "        for axis in range(len(in_shape)) if self.axes is None else self.axes[:1]:\n"
+                "            kept_shape[axis] = 1",
+            )
+        ],
+        caught_by=[
+            "test_op_gradients::op_gradient[Summation-tuple]",
+            "test_summation::summation_axes[tuple-two]",
+        ],
+        says=("Summation.gradient",),
+    ),
+    Bug(
+        "matmul-batched-not-summed",
+        "MatMul's gradient is not summed back over broadcast batch axes",
+        [
+            (
+                OPS,
+                "        return _sum_to_shape(grad_a, a.shape), _sum_to_shape(grad_b, b.shape)",
+                "        return grad_a, grad_b",
+            )
+        ],
+        caught_by=[
+            "test_op_gradients::op_gradient[MatMul-broadcast]",
+            "test_matmul::matmul[broadcast-rhs]",
+            "test_matmul::matmul[broadcast-lhs]",
+        ],
+        says=("MatMul", "a gradient must have its input's shape"),
+    ),
+    Bug(
+        "adjoints-overwritten",
+        "backward keeps only the last partial adjoint a node receives instead of their sum",
+        [
+            (
+                AUTOGRAD,
+                "            node_to_output_grads_list.setdefault(inp, []).append(grad)",
+                "            node_to_output_grads_list[inp] = [grad]",
+            )
+        ],
+        caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
+        says=("partial adjoints",),
+    ),
+    Bug(
+        "topo-pre-order",
+        "find_topo_sort appends a node before its inputs (pre-order)",
+        [
+            (
+                AUTOGRAD,
+                "        visited.add(root)\n",
+                "        visited.add(root)\n        topo_order.append(root)\n",
+            ),
+            (
+                AUTOGRAD,
+                "                    visited.add(inp)\n",
+                "                    visited.add(inp)\n                    topo_order.append(inp)\n",
+            ),
+            (
+                AUTOGRAD,
+                "                stack.pop()\n                topo_order.append(node)\n",
+                "                stack.pop()\n",
+            ),
+        ],
+        caught_by=["test_topo::topo_chain", "test_topo::topo_diamond", "test_composite::diamond"],
+        says=("post-order",),
+    ),
+    Bug(
+        "backward-ignores-out-grad",
+        "backward seeds the output with ones whatever out_grad it is given",
+        [
+            (
+                AUTOGRAD,
+                "    node_to_output_grads_list = {output_tensor: [out_grad]}",
+                "    node_to_output_grads_list = {output_tensor: [init.ones_like(output_tensor)]}",
+            )
+        ],
+        caught_by=["test_ops::op_backward[mul]", "test_matmul::matmul[2d]"],
+        says=("out_grad",),
+    ),
+    Bug(
+        "grads-accumulate-across-backward",
+        "backward adds to the gradient of an earlier backward instead of assigning it",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if getattr(node, 'previous_grad', None) is not None:\n"
+                "            node.grad = node.grad + node.previous_grad\n"
+                "        node.previous_grad = node.grad\n",
+            )
+        ],
+        caught_by=["test_composite::backward_twice_assigns", "test_composite::backward_of_two_outputs"],
+        says=("earlier backward",),
+    ),
+    Bug(
+        "detach-keeps-inputs",
+        "detach() returns a node that keeps the op and the inputs (only requires_grad is off)",
+        [
+            (
+                AUTOGRAD,
+                "        return Tensor.make_const(self.realize_cached_data())\n",
+                "        value = Tensor.__new__(Tensor)\n"
+                "        value._init(self.op, self.inputs,"
+                " cached_data=self.realize_cached_data(), requires_grad=False)\n"
+                "        return value\n",
+            )
+        ],
+        caught_by=[
+            "test_detach::no_gradient_through_detach",
+            "test_detach::detached_is_a_leaf",
+            "test_detach::accumulation_loop",
+        ],
+        says=("detach()",),
+    ),
+    Bug(
+        "numpy-gradients",
+        "gradient rules compute on NumPy arrays and wrap the result: right once, not differentiable again",
+        [
+            (
+                OPS,
+                "        lhs, rhs = node.inputs\n        return out_grad * rhs, out_grad * lhs",
+                "        lhs, rhs = node.inputs\n"
+                "        return Tensor(out_grad.numpy() * rhs.numpy()),"
+                " Tensor(out_grad.numpy() * lhs.numpy())",
+            ),
+            (
+                OPS,
+                "        return out_grad * power_scalar(a, self.scalar - 1) * self.scalar",
+                "        return Tensor(out_grad.numpy() * self.scalar * a.numpy() ** (self.scalar - 1))",
+            ),
+            (
+                OPS,
+                "        return out_grad * (1 - node**2)",
+                "        return Tensor(out_grad.numpy() * (1 - node.numpy() ** 2))",
+            ),
+        ],
+        caught_by=[
+            "test_higher_order::power_second_derivative",
+            "test_higher_order::gradient_norm",
+            "test_higher_order::matmul_second_order",
+        ],
+        says=("differentiates a gradient",),
+    ),
+    Bug(
+        "lazy-mode-ignored",
+        "ops compute their data at once even in lazy mode",
+        [
+            (
+                AUTOGRAD,
+                "        if not LAZY_MODE:\n"
+                "            if not value.requires_grad:\n"
+                "                return cls.make_const(value.realize_cached_data())\n"
+                "            value.realize_cached_data()\n",
+                "        if not value.requires_grad:\n"
+                "            return cls.make_const(value.realize_cached_data())\n"
+                "        value.realize_cached_data()\n",
+            )
+        ],
+        caught_by=["test_lazy::nothing_computed_until_asked", "test_lazy::lazy_equals_eager"],
+        says=("lazy mode",),
+    ),
+    Bug(
+        "divide-sign",
+        "EWiseDiv's gradient for the divisor lost its minus sign",
+        [
+            (
+                OPS,
+                "        return out_grad / b, -out_grad * a / b**2",
+                "        return out_grad / b, out_grad * a / b**2",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[EWiseDiv]", "test_ops::op_backward[div]"],
+        says=("EWiseDiv",),
+    ),
+    Bug(
+        "transpose-ignores-axes",
+        "Transpose's gradient always swaps the last two axes, whatever axes were swapped",
+        [(OPS, "        return transpose(out_grad, self.axes)", "        return transpose(out_grad)")],
+        caught_by=[
+            "test_op_gradients::op_gradient[Transpose-axes]",
+            "test_reshape_transpose::transpose[axes-01]",
+        ],
+        says=("Transpose",),
+    ),
+    Bug(
+        "reshape-gradient-wrong-shape",
+        "Reshape's gradient reshapes out_grad to the output's shape (a no-op) instead of the input's",
+        [
+            (
+                OPS,
+                "        return reshape(out_grad, node.inputs[0].shape)",
+                "        return reshape(out_grad, node.shape)",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
+        says=("Reshape", "a gradient must have its input's shape"),
+    ),
+    Bug(
+        "relu-gradient-at-zero",
+        "ReLU's gradient is 1 at exactly 0 (PyTorch and needle say 0)",
+        [
+            (
+                OPS,
+                "        mask = Tensor(a > 0, dtype=a.dtype, requires_grad=False)",
+                "        mask = Tensor(a >= 0, dtype=a.dtype, requires_grad=False)",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[ReLU]", "test_ops::op_backward[relu]"],
+        says=("ReLU",),
+    ),
+    Bug(
+        "log-divides-by-output",
+        "Log's gradient divides by the output log(a) instead of the input a",
+        [(OPS, "        return out_grad / node.inputs[0]", "        return out_grad / node")],
+        caught_by=["test_op_gradients::op_gradient[Log]", "test_ops::op_backward[log]"],
+        says=("Log",),
+    ),
+    Bug(
+        "power-exponent-without-log",
+        "EWisePow's gradient for the exponent forgets the factor log(a)",
+        [(OPS, "out_grad * node * log(a)", "out_grad * node")],
+        caught_by=["test_op_gradients::op_gradient[EWisePow]", "test_ops::op_backward[pow_tensor]"],
+        says=("EWisePow",),
+    ),
+    Bug(
+        "tanh-derivative",
+        "Tanh's gradient uses 1 - tanh instead of 1 - tanh**2",
+        [(OPS, "        return out_grad * (1 - node**2)", "        return out_grad * (1 - node)")],
+        caught_by=["test_op_gradients::op_gradient[Tanh]", "test_ops::op_backward[tanh]"],
+        says=("Tanh",),
+    ),
+]

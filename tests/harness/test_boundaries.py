@@ -1,0 +1,120 @@
+"""The roles are packages: what runs beside student code imports nothing trusted, every
+assignment folder has the same files, and the installed package holds no solution line
+and no hidden case's name or source."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.assignments import NAMES
+from grader.authoring.leaks import Secrets, scan, secrets
+
+REPO = Path(__file__).resolve().parents[2]
+GRADER = REPO / "grader"
+#: what the worker side may import from the grader
+WORKER_SIDE = ("grader", "grader.case", "grader.assignments")
+
+
+def grader_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {name for name in found if name == "grader" or name.startswith("grader.")}
+
+
+def worker_side_files() -> list[Path]:
+    files = [GRADER / "__init__.py", *(GRADER / "case").rglob("*.py")]
+    files += [p for p in (GRADER / "assignments").rglob("*.py") if p.name != "oracle.py"]
+    return sorted(files)
+
+
+@pytest.mark.parametrize("path", worker_side_files(), ids=lambda p: p.relative_to(GRADER).as_posix())
+def test_the_worker_side_imports_nothing_trusted(path):
+    for name in grader_imports(path):
+        assert name in WORKER_SIDE or name.startswith(tuple(f"{w}." for w in WORKER_SIDE[1:])), (
+            f"{path.relative_to(REPO)} imports {name}"
+        )
+        assert not name.endswith(".oracle"), f"{path.relative_to(REPO)} imports an oracle: {name}"
+
+
+def test_every_assignment_folder_has_the_same_files():
+    assert NAMES == ("micrograd", "needle")
+    listing = {
+        name: sorted(
+            p.name for p in (GRADER / "assignments" / name).iterdir() if p.suffix in (".py", ".toml")
+        )
+        for name in NAMES
+    }
+    first = listing[NAMES[0]]
+    assert {"adapter.py", "backend.py", "oracle.py", "programs.py"} <= set(first)
+    assert all(files == first for files in listing.values()), listing
+
+
+@pytest.fixture(scope="module")
+def known() -> Secrets:
+    found = secrets(REPO / "reference", REPO / "tests")
+    assert found.solution and found.hidden_names and found.hidden_source
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The package as `pip install` would install it, unpacked."""
+    out = tmp_path_factory.mktemp("wheel")
+    build = tmp_path_factory.mktemp("build-src")
+    shutil.copytree(
+        REPO, build / "src", ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__")
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            ".",
+        ],
+        cwd=build / "src",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = out.glob("grader-*.whl")
+    unpacked = out / "unpacked"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(unpacked)
+    return unpacked
+
+
+def test_the_wheel_holds_no_solution_and_no_hidden_case(wheel, known):
+    files = {p.relative_to(wheel).as_posix() for p in wheel.rglob("*") if p.is_file()}
+    assert "grader/case/worker.py" in files and "grader/verdict/oracle.py" in files
+    assert not any(f.startswith(("reference/", "tests/", "student_template/")) for f in files)
+    assert scan(wheel, known) == []
+
+
+def test_the_leak_scan_finds_each_kind_of_leak(tmp_path, known):
+    solution, name, source = (
+        sorted(known.solution)[0],
+        sorted(known.hidden_names)[0],
+        sorted(known.hidden_source)[0],
+    )
+    (tmp_path / "a.py").write_text(f"    {solution}\n")
+    (tmp_path / "b.md").write_text(f"see {name} for more\n")
+    (tmp_path / "c.py").write_text(f"{source}\n")
+    kinds = sorted((leak.path, leak.kind) for leak in scan(tmp_path, known))
+    assert kinds == [("a.py", "solution line"), ("b.md", "hidden case name"), ("c.py", "hidden source")]
