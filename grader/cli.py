@@ -14,9 +14,11 @@ import sys
 import traceback
 from pathlib import Path
 
-from grader.pipeline import REPO, SUITES_DIR, grade
+from grader.assignments import NAMES
+from grader.pipeline import REPO, SUITES_DIR, Request, grade_submission
 from grader.report.gradescope import gradescope, write_json, write_text
 from grader.report.markdown import markdown
+from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle, default_cache_dir
@@ -26,25 +28,25 @@ def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
     limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    request = Request(
+        suite=args.suite,
+        only=tuple(args.assignment) if args.assignment else None,
+        suites_dir=Path(args.suites),
+        sandbox=not args.in_process,
+        limits=limits,
+        visibility=args.hidden_visibility,
+    )
     try:
-        report = grade(
-            args.submission,
-            suite=args.suite,
-            only=args.assignment or None,
-            oracle=oracle,
-            sandbox=not args.in_process,
-            limits=limits,
-            suites_dir=Path(args.suites),
-        )
+        report = grade_submission(args.submission, request, oracle)
     except Exception:  # the grader's own failure, not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
-    print_report(report)
+    print_report(report, audience=Audience(args.audience))
     if args.results:
-        write_json(gradescope(report, args.hidden_visibility), args.results)
+        write_json(gradescope(report), args.results)
     if args.feedback:
-        write_text(markdown(report), args.feedback)
+        write_text(markdown(report, Audience.STUDENT), args.feedback)
     return 0
 
 
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
-    p.add_argument("--assignment", action="append", choices=("micrograd", "needle"), help="grade only this")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
     defaults = Limits()
     p.add_argument(
         "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"
@@ -97,8 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
-        choices=("hidden", "after_due_date", "after_published", "visible"),
-        help="Gradescope visibility of hidden cases",
+        choices=VISIBILITIES,
+        help="what a student sees of hidden cases (Gradescope's visibility; default %(default)s)",
+    )
+    p.add_argument(
+        "--audience",
+        choices=[a.value for a in Audience],
+        default=Audience.INSTRUCTOR.value,
+        help="who reads the terminal report (feedback and results.json are always the student's)",
     )
     p.set_defaults(func=cmd_grade)
 

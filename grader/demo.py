@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader.pipeline import REPO, grade
+from grader.pipeline import REPO, grade_submission
 from grader.report.terminal import print_report
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -84,5 +84,5 @@ def run_demo(console: Console | None = None) -> int:
         ]
         for title, directory in examples:
             console.rule(title)
-            print_report(grade(directory, suite="all", oracle=oracle), console, failures=1)
+            print_report(grade_submission(directory, oracle=oracle), console, failures=1)
     return 0

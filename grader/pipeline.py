@@ -1,11 +1,14 @@
-"""Grade a submission: the pipeline as a list of small steps.
+"""Grade a submission: the pipeline as a list of small steps, in the order data flows.
 
-    collect cases -> run the oracle -> check integrity -> run the submission -> compare -> score
+    collect cases -> run the oracle -> check integrity -> run the submission -> compare
+    -> score -> report
 
-`grade` runs them in that order. The submission runs in the sandbox by default
-(`SandboxEngine`: worker processes that only return plain numbers); `sandbox=False` runs it
-in this process (`InProcessEngine`, for trusted code and for the pytest plugin). Either
-way the verdict (the oracle, the comparison, the score) is computed here.
+`grade(submission, cases, oracle, engine) -> Report` runs them. The engine is where the
+submission's code runs: `SandboxRunner` (worker processes that only return plain numbers;
+the default for anything untrusted) or `InProcessRunner` (this process: trusted code, and
+a student's own pytest). Either way the verdict, the oracle, the comparison and the score,
+is computed here, in trusted code. Front ends (the pytest plugin, `grader grade`, class
+grading, notebooks, Gradescope, GitHub Classroom) call these steps and render the report.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from grader import assignments
-from grader.case.define import ASSIGNMENTS, Case, collect
+from grader.case.define import Case, collect
 from grader.case.loading import SubmissionError, present_packages
 from grader.case.run import Run, run_case
 from grader.case.worker import Bounded
+from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
 from grader.verdict import integrity
 from grader.verdict.compare import compare
@@ -42,54 +47,27 @@ UNFILTERED = (
 )
 
 
-@dataclass
-class CaseResult:
-    case: Case
-    passed: bool
-    message: str = ""
-    output: str = ""
-
-    @property
-    def score(self) -> float:
-        return self.case.points if self.passed else 0.0
+# ---- engines: where the submission's code runs ----
 
 
 @dataclass
-class Report:
-    submission: str
-    results: list[CaseResult] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # problems that are not one case's
-    notes: list[str] = field(default_factory=list)  # for whoever runs the grader, not the student
-    seconds: float = 0.0
+class Runs:
+    """What an engine brings back: one run per case, and what it saw on the way."""
 
-    @property
-    def score(self) -> float:
-        return sum(r.score for r in self.results)
-
-    @property
-    def max_score(self) -> float:
-        return sum(r.case.points for r in self.results)
+    runs: list[Run]
+    flags: dict[str, Finding] = field(default_factory=dict)  # assignment -> autodiff library seen
+    notes: list[str] = field(default_factory=list)
 
 
-def suites_for(name: str) -> tuple[str, ...]:
-    return {"public": ("public",), "hidden": ("hidden",), "all": ("public", "hidden")}[name]
-
-
-def verdict(case: Case, expected: Run, actual: Run) -> CaseResult:
-    """Compare and score one case (trusted code: only plain numbers come in)."""
-    if actual.fault is not None:
-        return CaseResult(case, False, actual.fault, actual.output)
-    if actual.failure is None:
-        mismatches = compare(expected.results, actual.results)
-        if not mismatches:
-            return CaseResult(case, True, "", actual.output)
-    else:
-        mismatches = []
-    return CaseResult(case, False, diagnose(expected, actual, mismatches), actual.output)
+class Engine(Protocol):
+    def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        """Run `cases` on the submission. `yardstick` gives each case the time it may take
+        beyond the engine's own timeout (SLOWER times what PyTorch took)."""
+        ...
 
 
 class InProcessEngine:
-    """Runs cases on a submission inside this process (for trusted code and local runs)."""
+    """Runs cases on one assignment of a submission inside this process."""
 
     def __init__(self, directory: Path, assignment: str) -> None:
         self.directory = directory
@@ -105,18 +83,45 @@ class InProcessEngine:
         return run
 
 
+class InProcessRunner:
+    """The in-process engine: for trusted code and a student's own runs. No timeouts."""
+
+    def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        engines: dict[str, InProcessEngine | SubmissionError] = {}
+        runs = []
+        for case in cases:
+            if case.assignment not in engines:
+                try:
+                    engines[case.assignment] = InProcessEngine(submission, case.assignment)
+                except SubmissionError as exc:
+                    engines[case.assignment] = exc
+            engine = engines[case.assignment]
+            runs.append(Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case))
+        return Runs(runs)
+
+
+@dataclass
+class SandboxRunner:
+    """The sandbox engine: each suite of each assignment in a confined worker process."""
+
+    limits: Limits = field(default_factory=Limits)
+    #: directories a worker must never see (reference/, the oracle's cache, ...)
+    secrets: list[Path] = field(default_factory=list)
+
+    def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
+        suites = {case.suites_dir for case in cases}
+        if len(suites) > 1:
+            raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
+        suites_dir = suites.pop() if suites else SUITES_DIR
+        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets)
+        runs = engine.run_all(cases, timeouts)
+        notes = ([] if engine.confined else [UNCONFINED]) + ([] if engine.filtered else [UNFILTERED])
+        return Runs(runs, dict(engine.flags), notes)
+
+
 def run_in_process(directory: Path, cases: list[Case]) -> list[Run]:
-    engines: dict[str, InProcessEngine | SubmissionError] = {}
-    runs = []
-    for case in cases:
-        if case.assignment not in engines:
-            try:
-                engines[case.assignment] = InProcessEngine(directory, case.assignment)
-            except SubmissionError as exc:
-                engines[case.assignment] = exc
-        engine = engines[case.assignment]
-        runs.append(Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case))
-    return runs
+    return InProcessRunner().run(directory, cases, {}).runs
 
 
 # ---- the steps ----
@@ -126,88 +131,137 @@ def choose_assignments(directory: Path, only: Iterable[str] | None) -> list[str]
     """The ones asked for; else the packages present; else all (each then scores zero)."""
     if only:
         return list(only)
-    return (present_packages(directory) if directory.is_dir() else []) or list(ASSIGNMENTS)
+    return (present_packages(directory) if directory.is_dir() else []) or list(assignments.NAMES)
 
 
-def check_integrity(directory: Path, names: list[str]) -> dict[str, Finding]:
+def check_integrity(directory: Path, names: Iterable[str]) -> dict[str, Finding]:
     return {name: found for name in names if (found := integrity.scan(directory, name))}
 
 
-def run_submission(
-    directory: Path,
-    cases: list[Case],
-    flags: dict[str, Finding],
-    sandbox: bool,
-    limits: Limits,
-    suites_dir: Path,
-    hidden: list[Path],
-    timeouts: dict[str, float],
-    notes: list[str],
-) -> list[Run]:
-    """Each case's run; a flagged assignment's cases do not run at all. Adds run-time flags."""
-    todo = [c for c in cases if c.assignment not in flags]
-    if sandbox:
-        engine = SandboxEngine(directory, suites_dir, limits, hidden=hidden)
-        done = engine.run_all(todo, timeouts)
-        for name, finding in engine.flags.items():
-            flags.setdefault(name, finding)
-        if not engine.confined:
-            notes.append(UNCONFINED)
-        if not engine.filtered:
-            notes.append(UNFILTERED)
+def yardstick(cases: list[Case], oracle: Oracle) -> dict[str, float]:
+    """How long each case may take at least: SLOWER times as long as PyTorch took."""
+    return {c.id: SLOWER * oracle.seconds.get(c.id, 0.0) for c in cases}
+
+
+def status_of(run: Run, mismatched: bool) -> Status:
+    if run.fault is not None:
+        return Status.TIMED_OUT if run.fault.startswith("timed out") else Status.ERROR
+    if run.failure is not None:
+        return Status.ERROR
+    return Status.FAILED if mismatched else Status.PASSED
+
+
+def verdict(
+    case: Case, expected: Run, actual: Run, visibility: str = DEFAULT_HIDDEN_VISIBILITY
+) -> CaseResult:
+    """Compare and score one case (trusted code: only plain numbers come in)."""
+    mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
+    status = status_of(actual, bool(mismatches))
+    if actual.fault is not None:
+        message = actual.fault
+    elif status is Status.PASSED:
+        message = ""
     else:
-        done = run_in_process(directory, todo)
-    by_id = {case.id: run for case, run in zip(todo, done, strict=True)}
-    return [by_id.get(c.id) or Run(fault=flags[c.assignment].reason) for c in cases]
+        message = diagnose(expected, actual, mismatches)
+    hidden = case.suite == "hidden"
+    return CaseResult(
+        id=case.id,
+        name=case.title,
+        assignment=case.assignment,
+        topic=case.topic,
+        max_points=case.points,
+        status=status,
+        message=message,
+        output=actual.output,
+        hidden=hidden,
+        visibility=visibility if hidden else "visible",
+        description=case.description,
+    )
 
 
-def score(cases: list[Case], oracle: Oracle, runs: list[Run], flags: dict[str, Finding]) -> list[CaseResult]:
+def score(
+    cases: list[Case],
+    oracle: Oracle,
+    runs: list[Run],
+    flags: dict[str, Finding],
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY,
+) -> list[CaseResult]:
+    """Each case's result; every case of a flagged assignment scores zero with the reason."""
     results = []
     for case, run in zip(cases, runs, strict=True):
         if case.assignment in flags:
             run = Run(fault=flags[case.assignment].reason)
-        results.append(verdict(case, oracle.expected(case), run))
+        results.append(verdict(case, oracle.expected(case), run, visibility))
     return results
 
 
 def grade(
     submission: str | Path,
-    suite: str = "public",
-    only: Iterable[str] | None = None,
-    suites_dir: Path = SUITES_DIR,
-    oracle: Oracle | None = None,
-    sandbox: bool = True,
-    limits: Limits | None = None,
-    keep: Callable[[Case], bool] | None = None,
+    cases: list[Case],
+    oracle: Oracle,
+    engine: Engine,
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY,
 ) -> Report:
-    """Grade one submission directory (only the cases `keep` accepts, if given). Faults of
-    the submission become zero scores, never exceptions; an exception means the grader
-    itself could not run. A case may run for `limits.timeout` seconds, or SLOWER times as
-    long as PyTorch took for it, whichever is longer."""
+    """Grade one submission directory on `cases`. Faults of the submission become zero
+    scores, never exceptions; an exception means the grader itself could not run."""
     started = time.perf_counter()
     directory = Path(submission)
     report = Report(str(directory))
     if not directory.is_dir():
         report.errors.append(f"{directory} is not a directory")
-    names = choose_assignments(directory, only)
-    cases = [c for c in collect(suites_dir, names, suites_for(suite)) if keep is None or keep(c)]
-    oracle = oracle or Oracle(default_cache_dir())
-    oracle.prepare(cases, suites_dir)
+    oracle.prepare(cases)
+    names = sorted({case.assignment for case in cases})
     flags = check_integrity(directory, names)
-    limits = limits or Limits()
-    secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    timeouts = {c.id: max(limits.timeout, SLOWER * oracle.seconds.get(c.id, 0.0)) for c in cases}
-    runs = run_submission(
-        directory, cases, flags, sandbox, limits, suites_dir, secrets, timeouts, report.notes
-    )
-    report.results = score(cases, oracle, runs, flags)
+    todo = [case for case in cases if case.assignment not in flags]
+    done = engine.run(directory, todo, yardstick(todo, oracle))
+    flags = {**done.flags, **flags}
+    by_id = {case.id: run for case, run in zip(todo, done.runs, strict=True)}
+    runs = [by_id.get(case.id) or Run(fault=flags[case.assignment].reason) for case in cases]
+    report.results = score(cases, oracle, runs, flags, visibility)
     report.errors += [f"{name}: {finding.reason}; its cases score zero" for name, finding in flags.items()]
+    report.notes += done.notes
     report.seconds = time.perf_counter() - started
     return report
 
 
-def by_topic(results: Iterable[CaseResult]) -> dict[tuple[str, str], list[CaseResult]]:
-    table: dict[tuple[str, str], list[CaseResult]] = {}
-    for r in results:
-        table.setdefault((r.case.assignment, r.case.topic), []).append(r)
-    return table
+# ---- what a front end asks for ----
+
+
+def suites_for(name: str) -> tuple[str, ...]:
+    return {"public": ("public",), "hidden": ("hidden",), "all": ("public", "hidden")}[name]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A front end's options: which cases, where the code runs, what a student may see."""
+
+    suite: str = "all"
+    only: tuple[str, ...] | None = None
+    suites_dir: Path = SUITES_DIR
+    sandbox: bool = True
+    limits: Limits = field(default_factory=Limits)
+    keep: Callable[[Case], bool] | None = None
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY
+
+
+def select_cases(directory: Path, request: Request) -> list[Case]:
+    names = choose_assignments(Path(directory), request.only)
+    found = collect(request.suites_dir, names, suites_for(request.suite))
+    return [case for case in found if request.keep is None or request.keep(case)]
+
+
+def engine_for(request: Request, oracle: Oracle) -> Engine:
+    if not request.sandbox:
+        return InProcessRunner()
+    secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
+    return SandboxRunner(request.limits, secrets)
+
+
+def grade_submission(
+    submission: str | Path, request: Request | None = None, oracle: Oracle | None = None
+) -> Report:
+    """The whole pipeline for one submission, as `grader grade` runs it."""
+    request = request or Request()
+    oracle = oracle or Oracle(default_cache_dir())
+    cases = select_cases(Path(submission), request)
+    return grade(submission, cases, oracle, engine_for(request, oracle), request.visibility)

@@ -13,7 +13,6 @@ At the end of the run it prints a table per topic and the score line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,8 @@ from grader.case.define import Case
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
 from grader.pipeline import InProcessEngine, verdict
+from grader.report.model import Report
+from grader.report.terminal import topic_lines
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -60,18 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-@dataclass
-class _Row:
-    assignment: str
-    topic: str
-    passed: int = 0
-    total: int = 0
-    score: float = 0.0
-    max_score: float = 0.0
-
-
 class _State:
-    """What a run needs once: the submission's engines, the oracle, the tally."""
+    """What a run needs once: the submission's engines, the oracle, the report."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -82,8 +73,7 @@ class _State:
         self.group_of: dict[str, tuple[str, str, Path]] = {}
         self.prepared: set[tuple[str, str, Path]] = set()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
-        self.rows: dict[tuple[str, str], _Row] = {}
-        self.points: dict[str, tuple[str, str, float]] = {}
+        self.report = Report(str(self.impl))
 
     @property
     def impl(self) -> Path:
@@ -92,16 +82,13 @@ class _State:
             return Path(given).resolve()
         return (Path(self.config.rootpath) / self.config.getini("grader_impl")).resolve()
 
-    def engine(self, assignment: str) -> InProcessEngine:
+    def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
         if assignment not in self.engines:
             try:
                 self.engines[assignment] = InProcessEngine(self.impl, assignment)
             except SubmissionError as exc:
                 self.engines[assignment] = exc
-        engine = self.engines[assignment]
-        if isinstance(engine, SubmissionError):
-            pytest.fail(str(engine), pytrace=False)
-        return engine
+        return self.engines[assignment]
 
     def expected(self, case: Case) -> Run:
         """The oracle's run, reading (or writing) the whole suite's disk cache at once."""
@@ -111,11 +98,16 @@ class _State:
             self.oracle.prepare(self.groups[key].values(), key[2])
         return self.oracle.expected(case)
 
-    def check(self, case: Case) -> None:
-        actual = self.engine(case.assignment).run(case)
+    def check(self, case: Case, graded: bool = True) -> None:
+        """Run `case`, fail the test with the diagnostic; a graded test's result goes into
+        the report (an ungraded search calls this for many cases, none of them scored)."""
+        engine = self.engine(case.assignment)
+        actual = Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case)
         # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
         failed = actual.failure is not None or actual.fault is not None
         result = verdict(case, Run() if failed else self.expected(case), actual)
+        if graded:
+            self.report.results.append(result)
         if not result.passed:
             pytest.fail(result.message, pytrace=False)
 
@@ -130,52 +122,16 @@ class _State:
             self.groups.setdefault(key, {}).update((c.id, c) for c in cases)
             self.group_of.update((c.id, key) for c in cases)
 
-    # ---- the tally ----
-
-    @pytest.hookimpl
-    def pytest_itemcollected(self, item: pytest.Item) -> None:
-        mark = item.get_closest_marker("points")
-        if mark is None:
-            return
-        topic = item.get_closest_marker("topic")
-        assignment = item.get_closest_marker("assignment")
-        self.points[item.nodeid] = (
-            assignment.args[0] if assignment else "",
-            topic.args[0] if topic else Path(item.nodeid.split("::")[0]).stem,
-            float(mark.args[0]),
-        )
-
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.nodeid not in self.points:
-            return
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            assignment, topic, points = self.points[report.nodeid]
-            row = self.rows.setdefault((assignment, topic), _Row(assignment, topic))
-            row.total += 1
-            row.max_score += points
-            if report.passed:
-                row.passed += 1
-                row.score += points
-
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.rows:
+        if not self.report.results:
             return
         tr = terminalreporter
         tr.section("score")
         tr.write_line(f"submission: {self.impl}")
-        width = max(len(f"{r.assignment} / {r.topic}") for r in self.rows.values())
-        for row in self.rows.values():
-            label = f"{row.assignment} / {row.topic}".ljust(width)
-            tr.write_line(
-                f"  {label}  {row.passed:>3}/{row.total:<3} tests  {row.score:g}/{row.max_score:g} points",
-                green=row.passed == row.total,
-                red=row.passed < row.total,
-            )
-        score = sum(r.score for r in self.rows.values())
-        total = sum(r.max_score for r in self.rows.values())
-        tr.write_line(f"Score: {score:g}/{total:g} points", bold=True)
+        for line, ok in topic_lines(self.report, self.report.results):
+            tr.write_line(line, green=ok, red=not ok)
+        tr.write_line(f"Score: {self.report.score:g}/{self.report.max_score:g} points", bold=True)
 
 
 _STATE = pytest.StashKey[_State]()
@@ -184,4 +140,6 @@ _STATE = pytest.StashKey[_State]()
 @pytest.fixture
 def graded_case(request: pytest.FixtureRequest):
     """Run a case on the submission and on PyTorch; fail with the diagnostic."""
-    return request.config.stash[_STATE].check
+    graded = hasattr(request.function, "__grader_cases__")
+    check = request.config.stash[_STATE].check
+    return lambda case: check(case, graded)

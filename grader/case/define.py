@@ -47,6 +47,8 @@ class Case:
     param: Any = None
     trace: bool = True
     description: str = ""
+    #: the suite file it was written in (`<suites>/<suite>/<assignment>/test_x.py`)
+    path: str = field(default="", compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -57,6 +59,10 @@ class Case:
     def title(self) -> str:
         suffix = f" [{self.param_id}]" if self.param_id is not None else ""
         return f"{self.name}{suffix}"
+
+    @property
+    def suites_dir(self) -> Path:
+        return Path(self.path).resolve().parents[2]
 
     def run(self, lib: Any) -> Mapping[str, Any]:
         return self.fn(lib) if self.param_id is None else self.fn(lib, self.param)
@@ -92,6 +98,7 @@ def case(
             points=points,
             trace=trace,
             description=(fn.__doc__ or "").strip().split("\n")[0],
+            path=path,
         )
         if params is None:
             cases = [Case(**common)]

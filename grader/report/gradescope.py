@@ -1,9 +1,12 @@
-"""Gradescope's results.json, built from a grading report.
+"""Gradescope's results.json, rendered from a report for the student who uploaded.
 
-Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/ — top-level score,
-max_score, execution_time, output and tests[]; each test has name, score, max_score, status,
-output, tags and visibility. Hidden cases are `after_published` unless configured otherwise,
-and their output never carries diagnostics or anything the submission printed.
+Format (Gradescope's autograder specification): top-level `score`, `execution_time`,
+`output` and `tests[]`; each test has `name`, `score`, `max_score`, `status`, `output`,
+`tags` and `visibility`. Gradescope itself withholds a test until its visibility allows;
+even then a hidden case is named only by a number and its points, never by its name,
+message or what the submission printed, and the top-level `output` gives hidden points only
+as its visibility allows (see `model.view`). The score is every case's: Gradescope shows it
+as its own visibility settings say.
 """
 
 from __future__ import annotations
@@ -14,36 +17,48 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from grader.pipeline import CaseResult, Report
-
-HIDDEN_OUTPUT = "hidden test: {status}"
+from grader.report.model import Audience, CaseResult, Report, view
 
 
-def test_entry(result: CaseResult, hidden_visibility: str = "after_published") -> dict[str, Any]:
-    case = result.case
+def test_entry(result: CaseResult, number: int) -> dict[str, Any]:
     status = "passed" if result.passed else "failed"
-    hidden = case.suite == "hidden"
-    if hidden:
-        output = HIDDEN_OUTPUT.format(status=status)
-    else:
-        output = result.message
-        if result.output and not result.passed:
-            output += "\n\nprinted by the submission:\n" + result.output
+    if result.hidden:
+        return {
+            "name": f"{result.assignment} / hidden case {number}",
+            "score": result.points,
+            "max_score": result.max_points,
+            "status": status,
+            "output": f"hidden case: {result.status}",
+            "tags": [result.assignment, "hidden"],
+            "visibility": result.visibility,
+        }
+    output = result.message
+    if result.output and not result.passed:
+        output += "\n\nprinted by the submission:\n" + result.output
     return {
-        "name": f"{case.assignment} / {case.topic} / {case.title}",
-        "number": case.id,
-        "score": result.score,
-        "max_score": case.points,
+        "name": f"{result.assignment} / {result.topic} / {result.name}",
+        "number": result.id,
+        "score": result.points,
+        "max_score": result.max_points,
         "status": status,
         "output": output,
-        "tags": [case.assignment, case.topic, case.suite],
-        "visibility": hidden_visibility if hidden else "visible",
+        "tags": [result.assignment, result.topic, "public"],
+        "visibility": "visible",
     }
 
 
-def gradescope(report: Report, hidden_visibility: str = "after_published") -> dict[str, Any]:
-    lines = [f"Score: {report.score:g}/{report.max_score:g}"]
+def gradescope(report: Report) -> dict[str, Any]:
+    seen = view(report, Audience.STUDENT)
+    lines = [f"Score: {seen.score:g}/{seen.max_score:g}"]
+    if seen.hidden_line:
+        lines.append(seen.hidden_line)
     lines += report.errors
+    numbers: dict[str, int] = {}
+    tests = []
+    for r in report.results:
+        if r.hidden:
+            numbers[r.assignment] = numbers.get(r.assignment, 0) + 1
+        tests.append(test_entry(r, numbers.get(r.assignment, 0)))
     return {
         "score": report.score,
         "max_score": report.max_score,
@@ -51,7 +66,7 @@ def gradescope(report: Report, hidden_visibility: str = "after_published") -> di
         "output": "\n".join(lines),
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": [test_entry(r, hidden_visibility) for r in report.results],
+        "tests": tests,
     }
 
 

@@ -1,13 +1,14 @@
-"""Markdown feedback for the student: what passed, and for visible cases, why not.
+"""Markdown feedback: what passed, and for visible cases, why not.
 
-Visible (public) cases get the full diagnostic and what the submission printed. Hidden
-cases get their name and passed/failed only: never their source, their expected values,
-their diagnostic or anything the submission printed while they ran.
+For a student, visible (public) cases get the full diagnostic and what the submission
+printed; hidden cases appear only as their visibility allows (see `model.view`): never
+their messages, inputs, expected values or anything printed while they ran. An
+instructor's copy shows everything.
 """
 
 from __future__ import annotations
 
-from grader.pipeline import CaseResult, Report, by_topic
+from grader.report.model import Audience, CaseResult, Report, view
 
 MAX_PRINTED = 2000
 
@@ -20,47 +21,43 @@ def _fence(text: str) -> str:
     return f"{ticks}text\n{text}\n{ticks}"
 
 
-def _visible_failure(r: CaseResult) -> list[str]:
-    lines = [f"### {r.case.assignment} / {r.case.topic} / {r.case.title}", ""]
-    if r.case.description:
-        lines += [r.case.description, ""]
-    lines += [_fence(r.message or "failed"), ""]
+def _failure(r: CaseResult) -> list[str]:
+    lines = [f"### {r.assignment} / {r.topic} / {r.name} ({r.status})", ""]
+    if r.description:
+        lines += [r.description, ""]
+    lines += [_fence(r.message or str(r.status)), ""]
     if r.output:
-        lines += ["Printed by your code:", "", _fence(r.output[:MAX_PRINTED]), ""]
+        lines += ["Printed by the code:", "", _fence(r.output[:MAX_PRINTED]), ""]
     return lines
 
 
-def markdown(report: Report) -> str:
+def markdown(report: Report, audience: Audience = Audience.STUDENT) -> str:
+    seen = view(report, audience)
     lines = [
         f"# Grading feedback: {report.submission}",
         "",
-        f"**Score: {report.score:g} / {report.max_score:g}**",
+        f"**Score: {seen.score:g} / {seen.max_score:g}**",
         "",
     ]
-    for error in report.errors:
-        lines.append(f"> **Note:** {error}")
+    lines += [f"> **Note:** {error}" for error in report.errors]
     if report.errors:
         lines.append("")
     lines += ["| assignment | topic | passed | points |", "| --- | --- | ---: | ---: |"]
-    for (assignment, topic), results in by_topic(report.results).items():
-        passed = sum(r.passed for r in results)
-        score, total = sum(r.score for r in results), sum(r.case.points for r in results)
-        lines.append(f"| {assignment} | {topic} | {passed}/{len(results)} | {score:g}/{total:g} |")
+    for row in report.topics(seen.shown):
+        points = f"{row.points:g}/{row.max_points:g}"
+        lines.append(f"| {row.assignment} | {row.topic} | {row.passed}/{row.total} | {points} |")
     lines.append("")
-    visible = [r for r in report.results if r.case.suite != "hidden"]
-    failed = [r for r in visible if not r.passed]
-    if failed:
-        lines += [f"## Failed cases ({len(failed)} of {len(visible)})", ""]
-        for r in failed:
-            lines += _visible_failure(r)
-    elif visible:
-        lines += [f"All {len(visible)} visible cases passed.", ""]
-    hidden = [r for r in report.results if r.case.suite == "hidden"]
-    if hidden:
-        lines += [f"## Hidden cases: {sum(r.passed for r in hidden)} of {len(hidden)} passed", ""]
-        lines += [
-            f"- {r.case.assignment} / {r.case.topic} / {r.case.title}: {'passed' if r.passed else 'failed'}"
-            for r in hidden
-        ]
+    if seen.hidden_line:
+        lines += [seen.hidden_line, ""]
+    if seen.named_hidden:
+        lines += ["## Hidden cases", ""]
+        lines += [f"- {r.assignment} / {r.topic} / {r.name}: {r.status}" for r in seen.named_hidden]
         lines.append("")
+    failed = [r for r in seen.shown if not r.passed]
+    if failed:
+        lines += [f"## Failed cases ({len(failed)} of {len(seen.shown)})", ""]
+        for r in failed:
+            lines += _failure(r)
+    elif seen.shown:
+        lines += [f"All {len(seen.shown)} cases shown here passed.", ""]
     return "\n".join(lines)

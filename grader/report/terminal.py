@@ -1,35 +1,63 @@
-"""The terminal view of a grading report: a table per topic, failures, the score line."""
+"""The terminal view of a report: a table per topic, failures, the score line."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from grader.pipeline import Report, by_topic
+from grader.report.model import Audience, CaseResult, Report, view
 
 #: diagnostics that name one op or function: the most useful ones to show first
 PINPOINTED = ("wrong gradient from", "wrong value from", "not implemented yet")
 
 
-def print_report(report: Report, console: Console | None = None, failures: int = 3) -> None:
+def topic_lines(report: Report, results: list[CaseResult]) -> list[tuple[str, bool]]:
+    """The score table as plain lines (label, all passed?): the pytest summary prints these."""
+    rows = report.topics(results)
+    width = max((len(f"{r.assignment} / {r.topic}") for r in rows), default=0)
+    return [
+        (
+            f"  {f'{r.assignment} / {r.topic}'.ljust(width)}  {r.passed:>3}/{r.total:<3} tests  "
+            f"{r.points:g}/{r.max_points:g} points",
+            r.passed == r.total,
+        )
+        for r in rows
+    ]
+
+
+def print_report(
+    report: Report,
+    console: Console | None = None,
+    failures: int = 3,
+    audience: Audience = Audience.INSTRUCTOR,
+) -> None:
     console = console or Console()
+    seen = view(report, audience)
     table = Table(title=f"{report.submission}", title_justify="left")
     for column in ("assignment", "topic", "passed", "points"):
         table.add_column(column, justify="right" if column in ("passed", "points") else "left")
-    for (assignment, topic), results in by_topic(report.results).items():
-        passed = sum(r.passed for r in results)
-        score = sum(r.score for r in results)
-        total = sum(r.case.points for r in results)
-        style = "green" if passed == len(results) else "red"
-        table.add_row(assignment, topic, f"{passed}/{len(results)}", f"{score:g}/{total:g}", style=style)
+    for row in report.topics(seen.shown):
+        style = "green" if row.passed == row.total else "red"
+        table.add_row(
+            row.assignment,
+            row.topic,
+            f"{row.passed}/{row.total}",
+            f"{row.points:g}/{row.max_points:g}",
+            style=style,
+        )
     console.print(table)
+    for r in seen.named_hidden:
+        console.print(f"hidden: {r.assignment} / {r.topic} / {r.name}: {r.status}", highlight=False)
+    if seen.hidden_line:
+        console.print(seen.hidden_line, highlight=False)
     for error in report.errors:
-        console.print(f"[red]error:[/red] {error}")
-    for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
-    failed = [r for r in report.results if not r.passed and r.case.suite == "public"]
+        console.print(f"[red]error:[/red] {error}", highlight=False)
+    if audience is Audience.INSTRUCTOR:
+        for note in report.notes:
+            console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    failed = [r for r in seen.shown if not r.passed]
     shown = sorted(failed, key=lambda r: not r.message.startswith(PINPOINTED))[:failures]
     for r in shown:
-        console.print(f"[bold red]FAILED[/bold red] {r.case.id}", highlight=False)
+        console.print(f"[bold red]{str(r.status).upper()}[/bold red] {r.id}", highlight=False)
         console.print(r.message, highlight=False, markup=False)
-    console.print(f"[bold]Score: {report.score:g}/{report.max_score:g}[/bold] ({report.seconds:.1f} s)")
+    console.print(f"[bold]Score: {seen.score:g}/{seen.max_score:g}[/bold] ({report.seconds:.1f} s)")

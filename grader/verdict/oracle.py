@@ -156,17 +156,19 @@ class Oracle:
             self.seconds[case.id] = time.perf_counter() - started
         return self._runs[case.id]
 
-    def prepare(self, cases: Iterable[Case], suites_dir: Path) -> None:
-        """Have every case's expected run at hand: from the disk cache, else from PyTorch."""
-        groups: dict[tuple[str, str], list[Case]] = {}
+    def prepare(self, cases: Iterable[Case], suites_dir: Path | None = None) -> None:
+        """Have every case's expected run at hand: from the disk cache, else from PyTorch.
+        The suites' directory is where the cases were written, unless given."""
+        groups: dict[tuple[str, str, Path], list[Case]] = {}
         for case in cases:
             if case.id not in self._runs:
-                groups.setdefault((case.assignment, case.suite), []).append(case)
-        for (assignment, suite), group in groups.items():
+                where = Path(suites_dir) if suites_dir is not None else case.suites_dir
+                groups.setdefault((case.assignment, case.suite, where), []).append(case)
+        for (assignment, suite, where), group in groups.items():
             path = None
             stored: dict[str, Any] = {"runs": {}, "seconds": {}}
             if self.cache_dir is not None:
-                key = suite_key(Path(suites_dir), assignment, suite)
+                key = suite_key(where, assignment, suite)
                 path = self.cache_dir / f"{assignment}-{suite}-{key}.json"
                 stored = self._load(path)
                 group = [case for case in group if case.id not in self._runs]

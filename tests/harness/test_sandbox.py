@@ -18,7 +18,6 @@ from grader.case import hang
 from grader.case.define import collect
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.wire import encode
-from grader.pipeline import grade
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
@@ -30,6 +29,7 @@ from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
 from tests.harness.bugs import materialize as write_bug
 from tests.harness.bugs import micrograd as micrograd_bugs
 from tests.harness.bugs import needle as needle_bugs
+from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
@@ -58,7 +58,7 @@ def submission(tmp_path, name="sub", edits=(), file="engine.py"):
 
 
 def verdicts(report):
-    return {r.case.id: (r.passed, r.message) for r in report.results}
+    return {r.id: (r.passed, r.message) for r in report.results}
 
 
 # ---- strict parsing of what the worker sends ----
@@ -184,9 +184,7 @@ def test_missing_package_or_file(tmp_path, oracle):
     (tmp_path / "empty").mkdir()
     report = grade(tmp_path / "empty", "public", None, SMALL, oracle, limits=FAST)
     assert report.score == 0 and report.max_score > 0
-    assert all(
-        "no package 'micrograd'" in r.message for r in report.results if r.case.assignment == "micrograd"
-    )
+    assert all("no package 'micrograd'" in r.message for r in report.results if r.assignment == "micrograd")
     sub = submission(tmp_path)
     (sub / "micrograd" / "nn.py").unlink()
     report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=FAST)
@@ -224,7 +222,7 @@ def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle):
     line = loop_line(sub)
     report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=Limits(timeout=2.0, budget=120.0))
     hung = [r.message for r in report.results if "timed out" in r.message]
-    assert len(hung) == len([r for r in report.results if "mul_rule" not in r.case.id]) > REPEATS
+    assert len(hung) == len([r for r in report.results if "mul_rule" not in r.id]) > REPEATS
     for message in hung:
         assert re.search(rf"in backward \(engine\.py, line ({line}|{line - 1})\)", message), message
     assert not any("cut to" in m for m in hung[:REPEATS])
@@ -350,11 +348,8 @@ def test_command_line_writes_gradescope_results_and_feedback(tmp_path, oracle):
     assert all("SECRET-PRINT" not in t["output"] and "expected" not in t["output"] for t in hidden)
     text = feedback.read_text()
     assert "wrong gradient from tanh" in text and "SECRET-PRINT" in text  # visible case: full diagnostic
-    hidden_part = text[text.index("## Hidden cases") :]
-    assert "tanh_chain: failed" in hidden_part and "sub_div: passed" in hidden_part
-    assert (
-        "expected" not in hidden_part and "SECRET-PRINT" not in hidden_part and "lib.value" not in hidden_part
-    )
+    assert "Hidden cases: " in text  # one line of points, by default
+    assert "tanh_chain" not in text and "sub_div" not in text and "lib.value" not in text
 
 
 def test_exit_code_is_nonzero_only_when_grading_cannot_run(tmp_path):
@@ -370,7 +365,7 @@ def test_exit_code_is_nonzero_only_when_grading_cannot_run(tmp_path):
 def test_hidden_feedback_shows_only_pass_or_fail(tmp_path, oracle):
     sub = submission(tmp_path, edits=[("self.grad += (1.0 - out.data**2) * out.grad", "self.grad += 0.0")])
     report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=FAST)
-    hidden_failed = [r for r in report.results if r.case.suite == "hidden" and not r.passed]
+    hidden_failed = [r for r in report.results if r.hidden and not r.passed]
     assert hidden_failed
     text = markdown(report)
     entries = gradescope(report)["tests"]

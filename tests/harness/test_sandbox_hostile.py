@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.pipeline import grade
 from grader.report.gradescope import gradescope, write_json
 from grader.sandbox import Limits, confine
 from grader.verdict.oracle import Oracle
+from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "harness" / "hostile"
@@ -86,7 +86,7 @@ def honest(tmp_path_factory, oracle):
     sub = base(tmp_path_factory.mktemp("honest") / "sub")
     report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
     assert (report.score, report.max_score) == (5, 8)
-    return {short(r.case.id): r.passed for r in report.results}
+    return {short(r.id): r.passed for r in report.results}
 
 
 def test_every_hostile_submission_has_a_test():
@@ -110,7 +110,7 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
     elapsed = time.monotonic() - started
 
     assert elapsed < limits.budget + GRACE, f"{name} took {elapsed:.1f} s, past the budget"
-    got = {short(r.case.id): r for r in report.results}
+    got = {short(r.id): r for r in report.results}
     assert set(got) == set(ALL if suite == "all" else PUBLIC)
     for case, result in got.items():
         assert not result.passed or honest[case], f"{case} passed, though the honest base fails it"
@@ -211,7 +211,7 @@ def test_workers_cannot_start_processes_or_signal_others(tmp_path, oracle):
         if report.notes:
             pytest.skip("needs the seccomp filter and the confinement (Linux, root)")
         assert victim.poll() is None, "the worker killed another process"
-        got = {short(r.case.id): r for r in report.results}
+        got = {short(r.id): r for r in report.results}
         assert all("escaped" not in r.message for r in got.values()), [r.message for r in got.values()]
         assert report.score == 4  # the honest base's public score: nothing was lost either
     finally:
