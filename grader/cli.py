@@ -10,8 +10,12 @@ demo                                                     grade the bundled examp
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from grader.assignments import NAMES
@@ -121,6 +125,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt: `finally` blocks and context managers
+    run on the way out (workers killed, sandbox directories removed), `except Exception` does
+    not swallow it."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    # one interruption is enough: a second signal must not cut the cleanup short
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise in the main thread while the command runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (and gets signals)
+        return
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, as a shell
+    reports a process killed by them, with one line on stderr and nothing left behind."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        with interruptible():
+            return args.func(args)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print(f"grader: {'terminated' if terminated else 'interrupted'}, nothing graded", file=sys.stderr)
+        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)

@@ -37,10 +37,22 @@ REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
 #: a case may take this many times as long as the oracle took for it (a million-node graph)
 SLOWER = 3.0
-UNCONFINED = (
-    "the sandbox ran without file-system confinement (it needs Linux and root): workers could "
-    "write wherever this user may, and read the suites by absolute path"
-)
+#: the report's one note on isolation, by `SandboxEngine.isolation`
+ISOLATION = {
+    "bubblewrap": (
+        "isolation: bubblewrap (workers saw only the Python runtime, numpy, their lib/ and work/ "
+        "and a scratch /tmp; own PID, network, IPC and mount namespaces; no capabilities)"
+    ),
+    "mount namespace": (
+        "isolation: mount namespace, the fallback (bubblewrap could not start here): a read-only "
+        "file system with the suites, reference/ and the oracle cache covered, no network; workers "
+        "could read other files of this machine and see other processes"
+    ),
+    "none": (
+        "isolation: none (bubblewrap could not start, and the fallback needs Linux and root): "
+        "workers could read and write wherever this user may, and read the suites by absolute path"
+    ),
+}
 UNFILTERED = (
     "the sandbox ran without its seccomp filter (Linux x86-64 or AArch64 only): workers could "
     "start processes and signal others of this user"
@@ -116,7 +128,7 @@ class SandboxRunner:
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets)
         runs = engine.run_all(cases, timeouts)
-        notes = ([] if engine.confined else [UNCONFINED]) + ([] if engine.filtered else [UNFILTERED])
+        notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes)
 
 

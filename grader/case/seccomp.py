@@ -4,99 +4,88 @@ Kernel-enforced, irrevocable, inherited by every thread: the submission cannot s
 process (no fork, no exec: nothing escapes the process group the grader kills), signal
 any process but its own (it cannot kill the grader), trace or read another process's
 memory, raise its resource limits (the memory limit holds), or build namespaces and
-mounts. Denied calls fail with EPERM; threads still work. Linux on x86-64 and AArch64;
-elsewhere `install` returns False and the other layers remain.
+mounts. Denied calls fail with EPERM; threads still work (clone only with CLONE_THREAD;
+clone3, whose flags sit in memory a filter cannot read, fails with ENOSYS so that glibc
+falls back to clone).
+
+The filter is built by libseccomp (through `pyseccomp`, a ctypes binding the sandbox
+ships in its `lib/`), which knows every architecture's system-call numbers and ABIs: no
+hand-written BPF. Without libseccomp, or off Linux, `install` returns False, the report
+says so, and the other layers remain.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import ctypes.util
 import errno
 import os
-import platform
-import struct
+from collections.abc import Iterator
 
-# BPF opcodes and seccomp constants (linux/filter.h, linux/seccomp.h)
-LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-ALLOW, ERRNO = 0x7FFF0000, 0x00050000
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+#: denied outright (EPERM)
+DENIED = (
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "tkill",
+    "setrlimit",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "reboot",
+    "setpgid",
+    "setsid",
+    "bpf",
+)
 CLONE_THREAD = 0x00010000
-NR, ARCH, ARG0, ARG2_LO, ARG2_HI = 0, 4, 16, 32, 36
-
-#: machine -> (audit arch, denied calls, clone, clone3, kill, tgkill, prlimit64)
-TABLES = {
-    "x86_64": (
-        0xC000003E,
-        # fork vfork execve execveat ptrace process_vm_readv/writev tkill setrlimit
-        # unshare setns mount umount2 pivot_root chroot reboot setpgid setsid bpf
-        [57, 58, 59, 322, 101, 310, 311, 200, 160, 272, 308, 165, 166, 155, 161, 169, 109, 112, 321],
-        56,
-        435,
-        62,
-        234,
-        302,
-    ),
-    "aarch64": (
-        0xC00000B7,
-        [221, 281, 117, 270, 271, 130, 164, 97, 268, 40, 39, 41, 51, 142, 154, 157, 280],
-        220,
-        435,
-        129,
-        131,
-        261,
-    ),
-}
+#: sonames of the libraries pyseccomp looks up (a stable ABI): `find_library` would run
+#: `ldconfig` in a subprocess, which the sandbox need not have
+SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
 
-def _program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
-    arch, denied, clone, clone3, kill, tgkill, prlimit = TABLES[machine]
-    deny, enosys, allow = "deny", "enosys", "allow"
-    code: list[tuple] = [(LD_ABS, 0, 0, ARCH), (JEQ, 0, deny, arch), (LD_ABS, 0, 0, NR)]
-    if machine == "x86_64":
-        code.append((JGE, deny, 0, 0x40000000))  # the x32 ABI's numbers
-    code += [(JEQ, deny, 0, nr) for nr in denied]
-    code += [
-        (JEQ, enosys, 0, clone3),
-        (JEQ, "clone", 0, clone),
-        (JEQ, "self", 0, kill),
-        (JEQ, "self", 0, tgkill),
-    ]
-    code += [(JEQ, "prlimit", 0, prlimit), (RET, 0, 0, ALLOW)]
-    labels = {"clone": len(code)}
-    code += [(LD_ABS, 0, 0, ARG0), (JSET, allow, deny, CLONE_THREAD)]  # threads only
-    labels["self"] = len(code)
-    code += [(LD_ABS, 0, 0, ARG0), (JEQ, allow, deny, pid)]  # signals to itself only
-    labels["prlimit"] = len(code)
-    code += [
-        (LD_ABS, 0, 0, ARG2_LO),
-        (JEQ, 0, deny, 0),
-        (LD_ABS, 0, 0, ARG2_HI),
-        (JEQ, allow, deny, 0),
-    ]  # reads
-    labels |= {allow: len(code), deny: len(code) + 1, enosys: len(code) + 2}
-    code += [(RET, 0, 0, ALLOW), (RET, 0, 0, ERRNO | errno.EPERM), (RET, 0, 0, ERRNO | errno.ENOSYS)]
-    resolved = []
-    for i, (op, jt, jf, k) in enumerate(code):
-        jt, jf = (labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
-        resolved.append((op, jt, jf, k))
-    return resolved
+@contextlib.contextmanager
+def _known_sonames() -> Iterator[None]:
+    find = ctypes.util.find_library
+    ctypes.util.find_library = lambda name: SONAMES.get(name) or find(name)
+    try:
+        yield
+    finally:
+        ctypes.util.find_library = find
+
+
+def build(pid: int):
+    """The filter for process `pid` (a `pyseccomp.SyscallFilter`, not yet loaded)."""
+    with _known_sonames():
+        import pyseccomp as sc
+
+    deny = sc.ERRNO(errno.EPERM)
+    rules = sc.SyscallFilter(sc.ALLOW)
+    rules.set_attr(sc.Attr.ACT_BADARCH, deny)  # another ABI's numbers (x32, i386 on x86-64)
+    rules.set_attr(sc.Attr.CTL_TSYNC, 1)  # every thread of the process, not just this one
+    for name in DENIED:
+        rules.add_rule(deny, name)
+    rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))  # a process, not a thread
+    rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    rules.add_rule(deny, "kill", sc.Arg(0, sc.NE, pid))
+    rules.add_rule(deny, "tgkill", sc.Arg(0, sc.NE, pid))
+    rules.add_rule(deny, "prlimit64", sc.Arg(2, sc.NE, 0))  # reading limits (new_limit NULL) only
+    return rules
 
 
 def install() -> bool:
-    """Confine the calling process (and its future threads) for good. False if unsupported."""
-    machine = platform.machine()
-    if machine not in TABLES or not hasattr(os, "getpid"):
+    """Confine the calling process (and all its threads) for good. False if unsupported."""
+    if not hasattr(os, "getpid"):
         return False
-    program = _program(machine, os.getpid())
-    raw = b"".join(struct.pack("HBBI", *insn) for insn in program)
-    buffer = ctypes.create_string_buffer(raw)
-
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = Prog(len(program), ctypes.addressof(buffer))
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    try:
+        rules = build(os.getpid())
+        rules.load()
+    except (ImportError, RuntimeError, OSError, AttributeError):
         return False
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
+    return True

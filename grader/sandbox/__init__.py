@@ -6,9 +6,13 @@ worker.py    runs inside it (`python -I -S`): collects the cases by id, runs the
              sends plain results; it never sees an expected value
 protocol.py  length-prefixed JSON over a pipe, bounded, parsed strictly by the grader
 process.py   one worker seen from the grader: deadlines, memory, SIGKILL of its group
-confine.py   read-only file system but its own directory, the grader's secrets hidden,
-             no network, no capabilities (Linux, as root; else a note in the report)
-seccomp.py   no new processes, no signals to others, no raising its limits
+             (and of its PID namespace)
+bwrap.py     the worker's world under bubblewrap: an allow-list of paths (runtime, numpy,
+             lib/, work/, a scratch /tmp), own PID/network/IPC namespaces, no capabilities
+confine.py   the fallback where bwrap cannot start: read-only file system but its own
+             directory, the grader's secrets hidden, no network (Linux, as root)
+seccomp.py   (in grader/case, via libseccomp) no new processes, no signals to others,
+             no raising its limits
 engine.py    `SandboxEngine.run_all(cases) -> list[Run]`: one worker per suite and
              assignment (public first), a fresh one after each fault, a total budget
 """

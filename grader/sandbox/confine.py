@@ -1,4 +1,4 @@
-"""File-system and network confinement of a worker, where the kernel allows it (Linux, root).
+"""The fallback confinement of a worker where bubblewrap cannot start (Linux, root).
 
 Run between fork and exec (`preexec_fn`), so the worker never learns the paths involved:
 an empty network namespace (nothing can be sent anywhere), and

@@ -24,7 +24,7 @@ from grader.case import hang
 from grader.case.define import Case
 from grader.case.quantity import MalformedResult
 from grader.case.run import Run
-from grader.sandbox import confine
+from grader.sandbox import bwrap, confine
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_run
 from grader.sandbox.root import SandboxError, build
@@ -51,6 +51,14 @@ class Budget:
         return self.deadline - time.monotonic()
 
 
+def strongest_isolation() -> str:
+    """The strongest isolation this machine allows: bubblewrap (Linux with user namespaces, or
+    root), else the home-made mount and network namespaces (root), else none."""
+    if bwrap.available():
+        return "bubblewrap"
+    return "mount namespace" if confine.available() else "none"
+
+
 class SandboxEngine:
     """Runs cases on the submission in `directory`; `flags` gets what integrity saw at run time."""
 
@@ -61,6 +69,7 @@ class SandboxEngine:
         limits: Limits | None = None,
         budget: Budget | None = None,
         hidden: Iterable[Path] = (),
+        isolation: str | None = None,
     ) -> None:
         self.directory = Path(directory).resolve()
         self.suites_dir = Path(suites_dir)
@@ -68,8 +77,11 @@ class SandboxEngine:
         self.budget = budget or Budget(self.limits.budget)
         #: paths the worker must not see (the suites, reference/, the oracle cache)
         self.hidden = [Path(self.suites_dir), self.directory, *hidden]
-        #: whether workers run with a read-only file system and these paths covered
-        self.confined = confine.available()
+        #: how workers are isolated: "bubblewrap", else "mount namespace" (root), else "none"
+        self.isolation = isolation or strongest_isolation()
+        #: whether workers run with a confined file system (they see an allow-list, or these
+        #: paths covered)
+        self.confined = self.isolation != "none"
         self.flags: dict[str, Finding] = {}
         self.timeouts: dict[str, float] = {}
         #: (file, function) -> how many cases hung there
@@ -111,8 +123,11 @@ class SandboxEngine:
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
             }
-            preexec = confine.preexec(lib.parent, self.hidden) if self.confined else None
-            worker = WorkerProcess(lib, work, job, self.limits, preexec)
+            wrapped = self.isolation == "bubblewrap"
+            preexec = (
+                confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
+            )
+            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped)
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:

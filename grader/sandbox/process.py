@@ -24,10 +24,13 @@ from typing import Any
 
 from grader.case.quantity import MalformedResult
 from grader.case.worker import BOOT
+from grader.sandbox import bwrap
 from grader.sandbox.protocol import MAX_MESSAGE, FrameReader, decode
 
 NOISE_KEPT = 16 << 10
 POLL = 0.05
+#: seconds bwrap may take to set up the sandbox and report its first process
+STARTUP = 10.0
 
 
 @dataclass(frozen=True)
@@ -94,27 +97,48 @@ class WorkerProcess:
         job: dict[str, Any],
         limits: Limits,
         preexec: Callable[[], None] | None = None,
+        wrapped: bool = False,
     ) -> None:
+        """`wrapped`: start the worker inside bubblewrap (see `bwrap`); else `preexec` (if
+        any) confines it between fork and exec."""
         self.limits = limits
+        self.wrapped = wrapped
+        #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
+        self.sandbox_init: int | None = None
+        self._worker_pid: int | None = None
         result_r, result_w = os.pipe()
         noise_r, noise_w = os.pipe()
-        argv = [sys.executable, "-I", "-S", "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
+        info_r, info_w = os.pipe() if wrapped else (-1, -1)
+        command = [sys.executable, "-I", "-S", "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
+        env = clean_env(work)
+        if wrapped:
+            inside = {**env, "TMPDIR": "/tmp"}  # the sandbox's own tmpfs
+            command = [*bwrap.argv(lib, work, inside, info_w), bwrap.interpreter(), *command[1:]]
         try:
             self.proc = subprocess.Popen(
-                argv,
+                command,
                 cwd=work,
-                env=clean_env(work),
+                env=env,
                 stdin=subprocess.PIPE,  # one byte per step: go on
                 stdout=noise_w,
                 stderr=noise_w,
-                pass_fds=(result_w,),
+                pass_fds=(result_w, info_w) if wrapped else (result_w,),  # bwrap passes them on
                 start_new_session=True,  # its own process group: one killpg reaches every child
                 preexec_fn=preexec,
             )
         finally:
-            os.close(result_w)
-            os.close(noise_w)
+            for fd in (result_w, noise_w, info_w):
+                if fd >= 0:
+                    os.close(fd)
         self.result_fd, self.noise_fd = result_r, noise_r
+        if wrapped:
+            try:
+                self.sandbox_init = bwrap.child_pid(info_r, time.monotonic() + STARTUP)
+            except BaseException:  # e.g. Ctrl-C while bwrap starts: leave no worker behind
+                self.close()
+                raise
+            finally:
+                os.close(info_r)
         for fd in (result_r, noise_r):
             os.set_blocking(fd, False)
         self.poller = select.poll()
@@ -128,7 +152,13 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        """The worker's PID as the grader sees it (for /proc/PID/maps and statm). Wrapped, that
+        is not bwrap's PID but its init's only child, found once it exists (-1 until then)."""
+        if not self.wrapped:
+            return self.proc.pid
+        if self._worker_pid is None and self.sandbox_init is not None:
+            self._worker_pid = bwrap.only_child(self.sandbox_init)
+        return self._worker_pid if self._worker_pid is not None else -1
 
     def _drain_noise(self) -> None:
         if self.noise_eof:
@@ -158,6 +188,8 @@ class WorkerProcess:
             raise Fault(f"the worker sent a malformed result: {exc}") from None
 
     def _resident_mib(self) -> float:
+        if self.pid < 0:
+            return 0.0
         try:
             with open(f"/proc/{self.pid}/statm") as fh:
                 return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
@@ -170,6 +202,8 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             return "the worker closed its result pipe"
         self._drain_noise()
+        if self.wrapped:
+            code = bwrap.exit_status(code)
         return describe_exit(code, self.noise.decode(errors="replace"), self.limits.memory)
 
     def receive(self, deadline: float) -> dict[str, Any]:
@@ -202,7 +236,12 @@ class WorkerProcess:
             pass  # it is gone: the next `receive` says how
 
     def close(self) -> None:
-        """Kill the whole process group, reap the worker, close the pipes."""
+        """Kill the whole process group (wrapped: the PID namespace too), reap, close the pipes."""
+        if self.sandbox_init is not None and self.proc.poll() is None:
+            try:  # bwrap has not reaped it yet: the PID is still its init's; with it goes all inside
+                os.kill(self.sandbox_init, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -2,7 +2,8 @@
 
 `lib/` holds what runs beside student code and nothing else: the `grader.case` package and
 the assignments' folders, each without its `oracle.py` (copied whole, by role, so what a
-worker can reach is read off the tree), the suite files of one suite, and a link to numpy.
+worker can reach is read off the tree), the suite files of one suite, a link to numpy, and
+`pyseccomp` (one pure-Python module over the system's libseccomp, for the worker's filter).
 `work/` holds a copy of the submission's package under grading and is the worker's cwd. No
 path in either leads to `reference/`, to the other suite, to the oracle or its cache.
 """
@@ -21,6 +22,8 @@ GRADER = Path(__file__).resolve().parent.parent
 SHIPPED = ("case", "assignments")
 #: files in them that are trusted: they compute expected values (and import torch)
 TRUSTED_NAMES = ("oracle.py",)
+#: third-party modules the worker imports beside numpy: single pure-Python files, copied
+SHIPPED_MODULES = ("pyseccomp",)
 
 
 class SandboxError(RuntimeError):
@@ -76,6 +79,10 @@ def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment
         _copy_tree(suite_src, suite_dest, _copy_trusted)
     for path in worker_modules():
         _copy_trusted(path, lib / "grader" / path.relative_to(GRADER))
+    for name in SHIPPED_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            _copy_trusted(Path(spec.origin), lib / f"{name}.py")
     numpy_dir = Path(numpy.__file__).resolve().parent
     for name in ("numpy", "numpy.libs"):
         if (numpy_dir.parent / name).exists():

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.pipeline import UNFILTERED
 from grader.report.gradescope import gradescope, write_json
-from grader.sandbox import Limits, confine
+from grader.sandbox import Limits, confine, engine
 from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
 
@@ -58,10 +59,14 @@ EXPECTED = {
     "read_reference": ("all", TANH, "wrong gradient from tanh"),
     "background_thread": ("all", TANH, ""),
     "torch_import": ("all", ALL, "uses torch to compute gradients (helper.py line 1): not allowed"),
-    # within 512 MiB torch fails to import, either as the import runs out of time or memory
-    # or after its libraries are mapped (and seen); with more it loads, and is seen (test below)
+    # without bubblewrap, within 512 MiB torch fails to import, either as the import runs out
+    # of time or memory or after its libraries are mapped (and seen); with more it loads, and
+    # is seen (test below). Under bubblewrap it is not there to import: the base runs honestly.
     "torch_smuggled": ("public", PUBLIC, ("importing micrograd failed", "uses torch to compute gradients")),
 }
+ISOLATION = engine.strongest_isolation()
+if ISOLATION == "bubblewrap":
+    EXPECTED["torch_smuggled"] = ("public", [], "")
 
 
 def base(dest: Path) -> Path:
@@ -126,7 +131,11 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
         assert len(result.output) <= 4000 and len(result.message) <= 20000
 
 
-def test_smuggled_torch_is_flagged_when_it_loads(tmp_path, oracle):
+def test_smuggled_torch_is_flagged_when_it_loads(tmp_path, oracle, monkeypatch):
+    """Where torch can be reached (isolation weaker than bubblewrap), its libraries in the
+    worker's memory map give it away."""
+    weaker = "mount namespace" if confine.available() else "none"
+    monkeypatch.setattr(engine, "strongest_isolation", lambda: weaker)
     sub = base(tmp_path / "sub")
     shutil.copytree(HOSTILE / "torch_smuggled" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
     report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=Limits(timeout=20.0, memory=4096))
@@ -208,8 +217,8 @@ def test_workers_cannot_start_processes_or_signal_others(tmp_path, oracle):
         sub = base(tmp_path / "sub")
         (sub / "micrograd" / "__init__.py").write_text(ESCAPE.format(victim=victim.pid))
         report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=LIMITS)
-        if report.notes:
-            pytest.skip("needs the seccomp filter and the confinement (Linux, root)")
+        if ISOLATION == "none" or UNFILTERED in report.notes:
+            pytest.skip("needs the seccomp filter and some confinement (Linux)")
         assert victim.poll() is None, "the worker killed another process"
         got = {short(r.id): r for r in report.results}
         assert all("escaped" not in r.message for r in got.values()), [r.message for r in got.values()]

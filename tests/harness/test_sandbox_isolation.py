@@ -1,0 +1,97 @@
+"""Under bubblewrap a worker sees an allow-list, not the machine: a probe submission looks
+for files of another clone of the kit under /tmp and in the home directory, for other
+processes, for the network and for torch, and reports what it found in its import error."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline import ISOLATION
+from grader.sandbox import Limits, engine
+from grader.verdict.oracle import Oracle
+from tests.harness.grading import grade
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
+LIMITS = Limits(timeout=5.0, budget=60.0, memory=1024)
+
+PROBE = """
+import importlib, json, os, socket, sys
+
+found = {{}}
+for path in {secrets!r}:
+    try:
+        with open(path) as fh:
+            found[path] = fh.read()
+    except OSError as exc:
+        found[path] = type(exc).__name__
+found["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+found["me"] = os.getpid()
+found["interfaces"] = [name for _, name in socket.if_nameindex()]
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    found["connect"] = "connected"
+except OSError as exc:
+    found["connect"] = type(exc).__name__
+sys.path.append({site!r})
+try:
+    importlib.import_module("to" + "rch")  # a computed name: the static scan does not see it
+    found["torch"] = "imported"
+except Exception as exc:
+    found["torch"] = type(exc).__name__
+found["home"] = sorted(os.listdir({home!r})) if os.path.isdir({home!r}) else None
+raise RuntimeError("PROBE" + json.dumps(found) + "END")
+"""
+
+pytestmark = pytest.mark.skipif(
+    engine.strongest_isolation() != "bubblewrap", reason="bubblewrap cannot start here"
+)
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    return Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
+
+
+def test_a_worker_sees_only_what_it_is_given(tmp_path, oracle):
+    other = tmp_path / "another-clone" / "reference"  # like a second copy of the kit under /tmp
+    other.mkdir(parents=True)
+    (other / "engine.py").write_text("SECRET-IN-TMP\n")
+    victim = subprocess.Popen(["sleep", "60"])
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    home = Path.home()
+    with tempfile.NamedTemporaryFile("w", dir=home, prefix=".grader-probe-", suffix=".txt") as in_home:
+        in_home.write("SECRET-IN-HOME\n")
+        in_home.flush()
+        try:
+            sub = tmp_path / "sub"
+            shutil.copytree(REPO / "reference" / "micrograd", sub / "micrograd")
+            site = str(Path(importlib.util.find_spec("torch").origin).resolve().parent.parent)
+            secrets = [str(other / "engine.py"), in_home.name]
+            code = PROBE.format(secrets=secrets, port=listener.getsockname()[1], site=site, home=str(home))
+            (sub / "micrograd" / "__init__.py").write_text(code)
+            report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=LIMITS)
+        finally:
+            victim.kill()
+            victim.wait()
+            listener.close()
+    message = report.results[0].message
+    assert "PROBE" in message, message
+    found = json.loads(message[message.index("PROBE") + 5 : message.index("END")])
+    assert found[secrets[0]] == "FileNotFoundError"  # another directory under /tmp
+    assert found[secrets[1]] == "FileNotFoundError"  # the home directory
+    assert set(found["pids"]) == {1, found["me"]}  # bwrap's init and the worker itself
+    assert found["interfaces"] == ["lo"] and found["connect"] != "connected"
+    assert found["torch"] == "ModuleNotFoundError"
+    assert Path(in_home.name).name not in (found["home"] or [])
+    assert ISOLATION["bubblewrap"] in report.notes and not any("seccomp" in n for n in report.notes)
