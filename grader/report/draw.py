@@ -6,20 +6,22 @@ its inputs and its output, so edges read inputs -> op -> output. Works on a micr
 `cached_data` / `realize_cached_data()` / `numpy()`), for which it shows the shape and a short
 summary of the array instead of a number.
 
-The DOT text is written here, so `Graph.source` needs nothing installed; only rendering calls
-the `dot` executable of Graphviz. The walk is iterative (graphs may be far deeper than
-Python's recursion limit) and breadth-first from the output, so when a graph has more than
-`max_nodes` values the ones kept are those nearest the output, and the picture says so.
+The graph is built with the `graphviz` package, so `Graph.source` (DOT text) needs nothing
+else installed; only rendering runs Graphviz's `dot` executable. The walk is iterative
+(graphs may be far deeper than Python's recursion limit) and breadth-first from the output,
+so when a graph has more than `max_nodes` values the ones kept are those nearest the
+output, and the picture says so.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
+
+import graphviz
 
 MAX_NODES = 500
 HIGHLIGHT_COLOR = "#d62728"  # the outline of a highlighted node
@@ -46,34 +48,36 @@ class GraphvizNotFound(RuntimeError):
 
 
 class Graph:
-    """DOT source of a drawn graph, and ways to render it with Graphviz."""
+    """A drawn graph: its DOT source, and ways to render it with Graphviz."""
 
-    def __init__(self, source: str, nodes: int, total: int) -> None:
-        self.source = source
+    def __init__(self, dot: graphviz.Digraph, nodes: int, total: int) -> None:
+        self.dot = dot
         self.nodes = nodes  # values drawn
         self.total = total  # values in the graph
         self.truncated = total > nodes
+
+    @property
+    def source(self) -> str:
+        return self.dot.source
 
     def pipe(self, format: str = "svg") -> bytes:
         """The rendered picture as bytes; raises GraphvizNotFound when `dot` is missing."""
         if format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-        dot = shutil.which("dot")
-        if dot is None:
+        if shutil.which("dot") is None:
             raise GraphvizNotFound()
-        proc = subprocess.run(
-            [dot, f"-T{format}"], input=self.source.encode("utf-8"), capture_output=True, timeout=120
-        )
-        if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace").strip()
-            raise RuntimeError(f"dot failed (exit code {proc.returncode}): {err}")
-        return proc.stdout
+        try:
+            return self.dot.pipe(format=format)
+        except graphviz.ExecutableNotFound:
+            raise GraphvizNotFound() from None
+        except graphviz.CalledProcessError as exc:
+            err = (exc.stderr or b"").decode("utf-8", "replace").strip()
+            raise RuntimeError(f"dot failed (exit code {exc.returncode}): {err}") from None
 
     def render(self, path: str | Path, format: str = "svg") -> Path:
         """Write the picture to `path` (exactly that name) and return it."""
-        data = self.pipe(format)
         path = Path(path)
-        path.write_bytes(data)
+        path.write_bytes(self.pipe(format))
         return path
 
     def _repr_svg_(self) -> str | None:
@@ -184,17 +188,12 @@ def _fields(node: object) -> tuple[str, str, str]:
     return label, f"data {_summary(arr)}", grad_text
 
 
-# ---- DOT text ----
-
-
-def _escape(text: str) -> str:
-    """For a quoted DOT string that is not a record label."""
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return text.replace("\r", "").replace("\n", "\\n")
+# ---- labels ----
 
 
 def _escape_record(text: str) -> str:
-    """For one field of a record label: the record syntax characters are escaped too."""
+    """One field of a record label: the record syntax characters are escaped (the graphviz
+    package quotes the label as a whole, but `|{}<>` inside it would start new fields)."""
     out = []
     for ch in text:
         if ch == "\\":
@@ -252,47 +251,51 @@ def draw_dot(
                 drawn.append(child)
             queue.append(child)
 
-    lines = [
-        "digraph G {",
-        f"  rankdir={rankdir};",
-        '  node [fontname="Helvetica", fontsize=11];',
-        '  edge [color="#555555", arrowsize=0.7];',
-    ]
+    dot = graphviz.Digraph("G", graph_attr={"rankdir": rankdir})
+    dot.attr("node", fontname="Helvetica", fontsize="11")
+    dot.attr("edge", color="#555555", arrowsize="0.7")
     for node in drawn:
         name = ids[id(node)]
         label = " | ".join(_escape_record(f) for f in _fields(node))
-        style = ", shape=record"
+        style = {"shape": "record"}
         if id(node) in marked:
-            style += (
-                f', style="filled,bold", color="{HIGHLIGHT_COLOR}", fillcolor="{HIGHLIGHT_FILL}", penwidth=2'
-            )
-        lines.append(f'  {name} [label="{{ {label} }}"{style}];')
+            style |= {
+                "style": "filled,bold",
+                "color": HIGHLIGHT_COLOR,
+                "fillcolor": HIGHLIGHT_FILL,
+                "penwidth": "2",
+            }
+        dot.node(name, f"{{ {label} }}", **style)
         children = _children(node)
         op = _op_name(node)
         if not children and not op:
             continue
         op_name = f"{name}_op"
-        lines.append(
-            f'  {op_name} [label="{_escape(_short(op or "?", 30))}", shape=ellipse, fontsize=10, '
-            'style=filled, fillcolor="#eeeeee", height=0.3, margin="0.05,0.02"];'
+        dot.node(
+            op_name,
+            _short(op or "?", 30),
+            shape="ellipse",
+            fontsize="10",
+            style="filled",
+            fillcolor="#eeeeee",
+            height="0.3",
+            margin="0.05,0.02",
         )
         missing = 0
         for child in children:
             if id(child) in ids:
-                lines.append(f"  {ids[id(child)]} -> {op_name};")
+                dot.edge(ids[id(child)], op_name)
             else:
                 missing += 1
         if missing:
             what = f"… {missing} input{'s' if missing > 1 else ''} not drawn"
-            lines.append(f'  {name}_more [label="{what}", shape=plaintext, fontsize=9, fontcolor="#777777"];')
-            lines.append(f"  {name}_more -> {op_name} [style=dashed];")
-        lines.append(f"  {op_name} -> {name};")
+            dot.node(f"{name}_more", what, shape="plaintext", fontsize="9", fontcolor="#777777")
+            dot.edge(f"{name}_more", op_name, style="dashed")
+        dot.edge(op_name, name)
     if total > len(drawn):
         note = (
             f"graph truncated: drew {len(drawn)} of {total} values (max_nodes={max_nodes});\n"
             "shown are the values nearest the output"
         )
-        style = 'shape=note, style=filled, fillcolor="#fff3c4", fontsize=10'
-        lines.append(f'  truncated [label="{_escape(note)}", {style}];')
-    lines.append("}")
-    return Graph("\n".join(lines) + "\n", nodes=len(drawn), total=total)
+        dot.node("truncated", note, shape="note", style="filled", fillcolor="#fff3c4", fontsize="10")
+    return Graph(dot, nodes=len(drawn), total=total)
