@@ -75,7 +75,8 @@ def cell_scores(results: Iterable[CaseResult], assignment: str) -> dict[str, flo
 
 def write_grades(course: str | Path, assignment: str, student: str, scores: dict[str, float]) -> None:
     """Store `scores` (grade cell id -> points) for the student's submission of the
-    assignment, as `nbgrader autograde` would; the notebook is named after the assignment."""
+    assignment, as `nbgrader autograde` would; the notebook is named after the assignment.
+    A test cell the student deleted scores zero, as it does when autograding."""
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
@@ -83,6 +84,9 @@ def write_grades(course: str | Path, assignment: str, student: str, scores: dict
     submitted = course / "submitted" / student / assignment
     stamp = submitted / "timestamp.txt"
     timestamp = parse_utc(stamp.read_text().strip()) if stamp.is_file() else None
+    notebook = nbformat.read(str(submitted / f"{assignment}.ipynb"), as_version=4)
+    present = set(_cells_by_id(notebook))
+    scores = {grade_id: points if grade_id in present else 0.0 for grade_id, points in scores.items()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student, timestamp=timestamp)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
+from traitlets import Bool
 
 from grader.notebook import HIDDEN_BEGIN, HIDDEN_END
 
@@ -58,6 +59,8 @@ def strip_text(text: str) -> tuple[str, bool]:
 
 
 class HideHiddenTests(Preprocessor):
+    enabled = Bool(True, help="nbconvert runs only enabled preprocessors").tag(config=True)
+
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
         if cell.cell_type != "code" or BEGIN not in cell.source:
             return cell, resources
