@@ -4,6 +4,7 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
+notebooks [--check]                                      write or check the nbgrader course's notebooks
 demo                                                     grade the bundled examples
 """
 
@@ -70,6 +71,22 @@ def cmd_template(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from grader.authoring.notebooks import check, generate
+
+    reference, suites, course = Path(args.reference), Path(args.suites), Path(args.course)
+    if args.check:
+        problems = check(reference, suites, course)
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("the course's notebooks are out of date: run `python -m grader notebooks`", file=sys.stderr)
+        return 1 if problems else 0
+    for path in generate(reference, suites, course):
+        print(f"wrote {path}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -119,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=str(REPO / "reference"))
     p.add_argument("--template", default=str(REPO / "student_template"))
     p.set_defaults(func=cmd_template)
+
+    p = sub.add_parser("notebooks", help="generate the nbgrader course's source notebooks")
+    p.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
+    p.add_argument("--reference", default=str(REPO / "reference"))
+    p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--course", default=str(REPO / "assignments"))
+    p.set_defaults(func=cmd_notebooks)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)

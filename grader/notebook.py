@@ -1,0 +1,274 @@
+"""Grade the classes a notebook defines: what the nbgrader course's test cells call.
+
+    points = grade_topic("micrograd", "ops", "public", globals())
+
+runs the topic's cases of one suite on the engine the notebook's cells built (every cell
+shares one namespace, so the namespace stands for each of the package's modules), compares
+them with PyTorch's runs, prints the same diagnostics as pytest and `python -m grader grade`
+(the verdict's message) and returns the points earned. nbgrader takes a test cell's last
+expression, a number, as the cell's partial credit.
+
+Everything goes to stdout, never to stderr: nbgrader gives no credit to a cell that wrote
+to stderr, so the student's own output and warnings are captured while a case runs. A case
+runs for as long as `python -m grader grade` would let it (`Limits().timeout`, or SLOWER
+times PyTorch's time, cut to SHORT_TIMEOUT once REPEATS cases hung in one function); a
+loop that a signal cannot stop is left to nbgrader's cell timeout.
+
+The hidden suite's report is framed by HIDDEN_BEGIN and HIDDEN_END lines, so that the
+feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import assignments
+from grader.case.define import Case, collect
+from grader.case.hang import describe
+from grader.case.run import Run, function_name, run_case
+from grader.case.worker import Bounded
+from grader.pipeline import SLOWER, SUITES_DIR, CaseResult, verdict
+from grader.sandbox import Limits
+from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
+from grader.verdict.oracle import Oracle, default_cache_dir
+
+#: the package a submission hands in, and its modules, for each assignment
+LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": ("autograd", "ops", "init")}
+#: the class a notebook must define before its cases can run
+ENTRY = {"micrograd": "Value", "needle": "Tensor"}
+SUITES_ENV = "GRADER_SUITES"
+TIMEOUT_ENV = "GRADER_CASE_TIMEOUT"
+HIDDEN_BEGIN = "--- hidden cases ---"
+HIDDEN_END = "--- end of hidden cases:"
+
+
+def suites_dir() -> Path:
+    return Path(os.environ.get(SUITES_ENV) or SUITES_DIR)
+
+
+# ---- the cases of a topic: one list, shared with the notebook generator ----
+
+
+@dataclass
+class Topic:
+    name: str
+    public: list[Case] = field(default_factory=list)
+    hidden: list[Case] = field(default_factory=list)
+
+    def cases(self, suite: str) -> list[Case]:
+        return self.public if suite == "public" else self.hidden
+
+    def points(self, suite: str | None = None) -> float:
+        chosen = (self.public + self.hidden) if suite is None else self.cases(suite)
+        return sum(c.points for c in chosen)
+
+
+_TOPICS: dict[tuple[str, Path], list[Topic]] = {}
+
+
+def topics(assignment: str, root: Path | None = None) -> list[Topic]:
+    """The assignment's topics in the order their public cases come, each with its cases.
+    This is the one list the notebook's test cells and the generator are made from."""
+    root = Path(root or suites_dir()).resolve()
+    key = (assignment, root)
+    if key not in _TOPICS:
+        table: dict[str, Topic] = {}
+        for case in collect(root, [assignment], ("public", "hidden")):
+            table.setdefault(case.topic, Topic(case.topic)).cases(case.suite).append(case)
+        _TOPICS[key] = list(table.values())
+    return _TOPICS[key]
+
+
+def topic(assignment: str, name: str, root: Path | None = None) -> Topic:
+    for t in topics(assignment, root):
+        if t.name == name:
+            return t
+    raise KeyError(f"{assignment} has no topic {name!r}")
+
+
+# ---- the notebook's namespace as the package's modules ----
+
+
+class NamespaceModule:
+    """A module whose attributes are a namespace's names: setting one sets the global
+    (needle's LAZY_MODE is read by functions whose globals are that namespace)."""
+
+    def __init__(self, name: str, namespace: dict[str, Any]) -> None:
+        object.__setattr__(self, "__name__", name)
+        object.__setattr__(self, "_namespace", namespace)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._namespace[key]
+        except KeyError:
+            raise AttributeError(f"the notebook defines no {key!r}") from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        self._namespace[key] = value
+
+
+def modules_from(assignment: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    view = NamespaceModule(assignment, namespace)
+    return {assignment: view, **{sub: view for sub in LAYOUT[assignment]}}
+
+
+def code_roots(namespace: dict[str, Any]) -> list[Path]:
+    """Directories of the files the notebook's own code was compiled from (a kernel's
+    cells are files too), so a failure can name the innermost frame of the student's code."""
+    name = namespace.get("__name__")
+    roots: set[Path] = set()
+    for obj in list(namespace.values()):
+        if getattr(obj, "__module__", None) != name:
+            continue
+        members = vars(obj).values() if isinstance(obj, type) else (obj,)
+        for member in members:
+            code = getattr(getattr(member, "fget", member), "__code__", None)
+            if code is not None and not code.co_filename.startswith("<"):
+                roots.add(Path(code.co_filename).resolve().parent)
+    return sorted(roots)
+
+
+# ---- running a case with a time limit ----
+
+
+class CaseTimeout(BaseException):
+    """Raised in the case's own frame when its time is up (not an Exception: a student's
+    `except Exception` must not swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    main = threading.current_thread() is threading.main_thread()
+    usable = seconds > 0 and main and hasattr(signal, "SIGALRM")
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise CaseTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _where(exc: BaseException, roots: list[Path]) -> tuple[str, int, str] | None:
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if any(root in filename.parents for root in roots):
+            where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
+        tb = tb.tb_next
+    return where
+
+
+class Runner:
+    """Runs cases on a notebook's engine the way `python -m grader grade` scores them."""
+
+    def __init__(self, oracle: Oracle | None = None, limits: Limits | None = None) -> None:
+        self.oracle = oracle or Oracle(default_cache_dir())
+        self.limits = limits or Limits()
+        self.prepared: set[tuple[str, str]] = set()
+        self.hangs: dict[str, int] = {}
+
+    def timeout(self, case: Case) -> float:
+        given = os.environ.get(TIMEOUT_ENV)
+        base = float(given) if given else self.limits.timeout
+        seconds = max(base, SLOWER * self.oracle.seconds.get(case.id, 0.0))
+        if max(self.hangs.values(), default=0) >= REPEATS:
+            seconds = min(seconds, SHORT_TIMEOUT)
+        return seconds
+
+    def expected(self, case: Case, root: Path) -> Run:
+        key = (case.assignment, case.suite)
+        if key not in self.prepared:
+            self.prepared.add(key)
+            self.oracle.prepare(collect(root, [case.assignment], (case.suite,)), root)
+        return self.oracle.expected(case)
+
+    def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
+        engine = assignments.get(case.assignment).engine
+        seconds = self.timeout(case)
+        try:
+            with _time_limit(seconds):
+                return run_case(case, engine(modules, trace=case.trace), roots)
+        except CaseTimeout as exc:
+            where = _where(exc, roots)
+            if where is not None:
+                self.hangs[where[2]] = self.hangs.get(where[2], 0) + 1
+            return Run(fault=f"timed out after {seconds:.3g} s{describe(where)}")
+
+    def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
+        results = []
+        for case in cases:
+            name = ENTRY[case.assignment]
+            if name not in namespace:
+                results.append(
+                    CaseResult(case, False, f"the notebook defines no {name}: run the cells above first")
+                )
+                continue
+            modules = modules_from(case.assignment, namespace)
+            buffer = Bounded()
+            with (
+                contextlib.redirect_stdout(buffer),
+                contextlib.redirect_stderr(buffer),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")
+                actual = self.run(case, modules, code_roots(namespace))
+                actual.output = buffer.getvalue()
+                failed = actual.failure is not None or actual.fault is not None
+                expected = Run() if failed else self.expected(case, root)
+            results.append(verdict(case, expected, actual))
+        return results
+
+
+_RUNNER: Runner | None = None
+
+
+def runner() -> Runner:
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = Runner()
+    return _RUNNER
+
+
+def report(results: list[CaseResult], title: str) -> str:
+    """The cell's output: a score line, then each failed case and its diagnostic."""
+    earned = sum(r.score for r in results)
+    total = sum(r.case.points for r in results)
+    lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
+    for r in results:
+        if not r.passed:
+            lines.append(f"FAILED {r.case.id} ({r.case.points:g} points)")
+            lines.extend("    " + line for line in r.message.splitlines())
+    return "\n".join(lines)
+
+
+def grade_topic(assignment: str, name: str, suite: str, namespace: dict[str, Any]) -> float:
+    """Run one topic's cases of one suite on the notebook's engine; print the diagnostics
+    to stdout; return the points earned (a test cell's last expression)."""
+    root = suites_dir()
+    cases = topic(assignment, name, root).cases(suite)
+    with contextlib.redirect_stderr(sys.stdout):
+        results = runner().check(cases, namespace, root)
+    earned = sum(r.score for r in results)
+    text = report(results, f"{name} ({suite})")
+    if suite == "hidden":
+        text = f"{HIDDEN_BEGIN}\n{text}\n{HIDDEN_END} {earned:g}/{sum(c.points for c in cases):g} points"
+    print(text)
+    return earned

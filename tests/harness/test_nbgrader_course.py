@@ -1,0 +1,144 @@
+"""The course under assignments/ with real nbgrader and a real kernel, end to end.
+
+generate_assignment -> submissions -> autograde -> generate_feedback -> export. Scores must
+equal `python -m grader grade` on the code extracted from each notebook; feedback must not
+show hidden cases; writing the same scores into the gradebook directly must export the same.
+Takes a few minutes (most of it one kernel per submission).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.authoring.leaks import scan, secrets
+from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
+from grader.pipeline import grade
+
+pytest.importorskip("nbgrader")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from nbgrader_course import (  # noqa: E402
+    REPO,
+    cell_points,
+    edit,
+    environment,
+    export,
+    filled,
+    make_course,
+    nbgrader,
+    released,
+    submit,
+)
+
+HANG = (
+    "        while len(topo) > 500:  # loops forever on deep graphs\n"
+    "            pass\n"
+    "        self.grad = 1.0\n"
+)
+MUL = "other.grad += self.data * out.grad"
+WRONG = "other.grad += other.data * out.grad"
+
+
+def submissions(course):
+    """(student, assignment) -> notebook: the kinds of submission a class hands in."""
+    m = "micrograd"
+    without_ops = filled(course, m)
+    without_ops.cells = [
+        c for c in without_ops.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_ops"
+    ]
+    return {
+        ("correct", m): filled(course, m),
+        ("buggy", m): edit(
+            filled(course, m), "other.grad += self.data * out.grad", "other.grad += other.data * out.grad"
+        ),
+        ("untouched", m): released(course, m),
+        ("hang", m): edit(filled(course, m), "        self.grad = 1.0\n", HANG),
+        ("deleted", m): without_ops,
+        ("correct", "needle"): filled(course, "needle"),
+    }
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    env = environment()
+    course = make_course(tmp_path_factory.mktemp("nbgrader"))
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+    notebooks = {key: submit(course, *key, nb) for key, nb in submissions(course).items()}
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "autograde", assignment, "--force", env=env)
+        nbgrader(course, "generate_feedback", assignment, "--force", env=env)
+    # the same code, out of the notebooks, graded as a directory
+    reports = {}
+    for (student, assignment), path in notebooks.items():
+        source = course / "source" / assignment / f"{assignment}.ipynb"
+        directory = extract(path, course.parent / "extracted" / student, assignment, source=source)
+        reports[student, assignment] = grade(directory, suite="all", only=[assignment])
+    return course, env, reports, export(course, env)
+
+
+def test_release_has_no_solutions_or_hidden_tests(course):
+    course, *_ = course
+    found = secrets(REPO / "reference", REPO / "tests")
+    assert scan(course / "release", found) == []
+
+
+def test_exported_scores_equal_the_graders(course):
+    course, _, reports, rows = course
+    scores = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in rows}
+    for (student, assignment), report in reports.items():
+        expected = report.score
+        if student == "deleted":  # the deleted cell's points are lost
+            expected -= sum(r.score for r in report.results if r.case.topic == "ops")
+        assert scores[student, assignment] == pytest.approx(expected), (student, assignment)
+    assert scores["correct", "micrograd"] == reports["correct", "micrograd"].max_score
+    assert scores["correct", "needle"] == reports["correct", "needle"].max_score
+    assert scores["buggy", "micrograd"] < scores["correct", "micrograd"]
+
+
+def test_each_cell_scores_its_topic(course):
+    course, _, reports, _ = course
+    for student in ("buggy", "hang", "untouched"):
+        got = cell_points(course, "micrograd", student)
+        assert got == pytest.approx(cell_scores(reports[student, "micrograd"].results, "micrograd"))
+    assert cell_points(course, "micrograd", "hang")["test_deep"] == 0
+
+
+def test_failing_cells_show_the_graders_diagnostic_on_stdout(course):
+    course, _, reports, _ = course
+    import nbformat
+
+    nb = nbformat.read(course / "autograded" / "buggy" / "micrograd" / "micrograd.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    failed = [r for r in reports["buggy", "micrograd"].results if not r.passed]
+    assert failed
+    for r in failed:
+        assert r.message.splitlines()[0] in text
+
+
+def test_feedback_does_not_show_hidden_cases(course):
+    course, *_ = course
+    found = secrets(REPO / "reference", REPO / "tests")
+    leaks = [leak for leak in scan(course / "feedback", found) if leak.kind != "solution line"]
+    assert leaks == []
+    html = (course / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
+    assert re.search(r"hidden cases: [0-9.]+/13 points", html)  # composite's one line of points
+    assert "### BEGIN HIDDEN TESTS" not in html
+
+
+def test_written_grades_export_like_autograde(course):
+    course, env, reports, rows = course
+    (course / "gradebook.db").unlink()
+    shutil.rmtree(course / "autograded")
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+    for (student, assignment), report in reports.items():
+        write_grades(course, assignment, student, cell_scores(report.results, assignment))
+    assert export(course, env, "written.csv") == rows
+    assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
