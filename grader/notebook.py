@@ -36,7 +36,8 @@ from grader.case.define import Case, collect
 from grader.case.hang import describe
 from grader.case.run import Run, function_name, run_case
 from grader.case.worker import Bounded
-from grader.pipeline import SLOWER, SUITES_DIR, CaseResult, verdict
+from grader.pipeline import SLOWER, SUITES_DIR, verdict
+from grader.report.model import CaseResult
 from grader.sandbox import Limits
 from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
 from grader.verdict.oracle import Oracle, default_cache_dir
@@ -217,9 +218,8 @@ class Runner:
         for case in cases:
             name = ENTRY[case.assignment]
             if name not in namespace:
-                results.append(
-                    CaseResult(case, False, f"the notebook defines no {name}: run the cells above first")
-                )
+                fault = Run(fault=f"the notebook defines no {name}: run the cells above first")
+                results.append(verdict(case, Run(), fault))
                 continue
             modules = modules_from(case.assignment, namespace)
             buffer = Bounded()
@@ -249,12 +249,12 @@ def runner() -> Runner:
 
 def report(results: list[CaseResult], title: str) -> str:
     """The cell's output: a score line, then each failed case and its diagnostic."""
-    earned = sum(r.score for r in results)
-    total = sum(r.case.points for r in results)
+    earned = sum(r.points for r in results)
+    total = sum(r.max_points for r in results)
     lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
     for r in results:
         if not r.passed:
-            lines.append(f"FAILED {r.case.id} ({r.case.points:g} points)")
+            lines.append(f"FAILED {r.id} ({r.max_points:g} points)")
             lines.extend("    " + line for line in r.message.splitlines())
     return "\n".join(lines)
 
@@ -266,7 +266,7 @@ def grade_topic(assignment: str, name: str, suite: str, namespace: dict[str, Any
     cases = topic(assignment, name, root).cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
-    earned = sum(r.score for r in results)
+    earned = sum(r.points for r in results)
     text = report(results, f"{name} ({suite})")
     if suite == "hidden":
         text = f"{HIDDEN_BEGIN}\n{text}\n{HIDDEN_END} {earned:g}/{sum(c.points for c in cases):g} points"

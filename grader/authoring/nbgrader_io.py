@@ -22,7 +22,8 @@ import nbformat
 
 from grader.authoring.notebooks import _slug, package_files
 from grader.notebook import LAYOUT
-from grader.pipeline import REPO, CaseResult
+from grader.pipeline import REPO
+from grader.report.model import CaseResult
 
 
 def _cells_by_id(nb: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
@@ -67,9 +68,9 @@ def cell_scores(results: Iterable[CaseResult], assignment: str) -> dict[str, flo
     """Points per test cell (`test_<topic>`) of the assignment's notebook."""
     scores: dict[str, float] = {}
     for r in results:
-        if r.case.assignment == assignment:
-            key = f"test_{_slug(r.case.topic)}"
-            scores[key] = scores.get(key, 0.0) + r.score
+        if r.assignment == assignment:
+            key = f"test_{_slug(r.topic)}"
+            scores[key] = scores.get(key, 0.0) + r.points
     return scores
 
 
