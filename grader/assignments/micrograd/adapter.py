@@ -10,9 +10,35 @@ from grader.case.backend import OPERATORS
 from grader.case.loading import load_package
 from grader.case.quantity import Quantity
 
+#: the most nodes one op may create (a composite tanh has a handful; more is a runaway graph)
+MAX_OP_NODES = 10_000
+
 
 def _number(x: Any) -> float:
     return float(x)
+
+
+def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
+    """The nodes an op created, between its output and its inputs, in topological order
+    (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
+    running only `out._backward` would leave its inputs without a gradient."""
+    stop = {id(x) for x in inputs}
+    order: list[Any] = []
+    seen = {id(out)}
+    stack: list[tuple[Any, bool]] = [(out, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for child in getattr(node, "_prev", ()) or ():
+            if id(child) not in stop and id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, False))
+        if len(seen) > MAX_OP_NODES:
+            return [out]
+    return order
 
 
 class MicrogradBackend(ScalarBackend):
@@ -47,14 +73,17 @@ class MicrogradBackend(ScalarBackend):
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
-        self.run_rule(out.raw, out_grad)
+        inputs = [self.tape.nodes[i].raw for i in self.input_indices(out)]
+        self.run_rule(out.raw, out_grad, inputs)
 
     def set_grad(self, raw: Any, grad: float) -> None:
         raw.grad = grad
 
-    def run_rule(self, out: Any, out_grad: float) -> None:
+    def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
+        """Run the rules of every node the op created, from `out` back to `inputs`."""
         out.grad = out_grad
-        out._backward()
+        for node in reversed(op_nodes(out, inputs)):
+            node._backward()
 
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((_number(raw.data),), ())

@@ -76,9 +76,16 @@ class ScalarBackend(Backend):
     def set_grad(self, raw: Any, grad: float) -> None:
         raise NotImplementedError
 
-    def run_rule(self, out: Any, out_grad: float) -> None:
-        """Run the gradient rule of `out`'s op alone, with `out_grad` as out's gradient."""
+    def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
+        """Run the gradient rule of `out`'s op alone, with `out_grad` as out's gradient: every
+        node the op created between `out` and `inputs`, not only `out`'s own closure."""
         raise NotImplementedError
+
+    def input_indices(self, node: Node) -> list[int]:
+        """The tape indices of the nodes `node`'s op was applied to."""
+        if node.index is None:
+            return []
+        return [r.index for r in self.tape.steps[node.index].inputs if isinstance(r, NodeRef)]
 
     def read_tape(self) -> list[dict[str, Quantity | None]]:
         """Each op node's entry also holds `rule`, its rule probed alone. When a node's
@@ -104,7 +111,7 @@ class ScalarBackend(Backend):
             out = self.ops[step.op](*args, **step.kwargs)
             for leaf in leaves.values():
                 self.set_grad(leaf, PROBE_SEED)
-            self.run_rule(out, PROBE_GRAD)
+            self.run_rule(out, PROBE_GRAD, list(leaves.values()))
             grads = tuple(self.grad_of(leaf).data[0] for leaf in leaves.values())
             return Quantity(grads, (len(grads),))
         except Exception:  # unknown: the diagnostic falls back to naming the rule
