@@ -29,7 +29,7 @@ from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, S
 from grader.sandbox import Limits, SandboxEngine
 from grader.verdict import integrity
 from grader.verdict.compare import compare
-from grader.verdict.diagnose import diagnose
+from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -170,11 +170,11 @@ def verdict(
     mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
     status = status_of(actual, bool(mismatches))
     if actual.fault is not None:
-        message = actual.fault
+        message = actual.fault + mlp_note(expected, case.assignment)
     elif status is Status.PASSED:
         message = ""
     else:
-        message = diagnose(expected, actual, mismatches)
+        message = diagnose(expected, actual, mismatches, case.assignment)
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,

@@ -19,7 +19,7 @@ HEADER = struct.Struct(">I")
 MAX_MESSAGE = 8 << 20
 MAX_TEXT = 4000
 #: what each node of a tape carries (see `Backend.read`)
-TAPE_KEYS = ("value", "grad", "rule")
+TAPE_KEYS = ("value", "grad", "rule", "parts", "passes", "requires_grad")
 
 
 def encode(obj: dict[str, Any]) -> bytes:

@@ -16,6 +16,7 @@ from grader.pipeline import REPO, run_in_process, score
 from grader.report.model import CaseResult
 from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, materialize
+from tests.harness.bugs.micrograd import BY_NAME
 
 ENGINE = "micrograd/engine.py"
 NN = "micrograd/nn.py"
@@ -81,3 +82,30 @@ def test_a_correct_tanh_built_from_other_ops_passes(cases, oracle, tmp_path):
     assert wrong == {}
     overflow = [i for i in failed(results)]
     assert overflow and all("large" in i for i in overflow), overflow
+
+
+# ---- a wrong rule is named, not the `+=` of a node with several consumers ----
+
+
+def first_lines(results: dict[str, CaseResult], cases: list[Case]) -> dict[str, str]:
+    """The first line of every failure of a traced case (an untraced one has no tape)."""
+    traced = {c.id for c in cases if c.trace}
+    return {i: m.splitlines()[0] for i, m in failed(results).items() if i in traced}
+
+
+def test_a_wrong_tanh_rule_is_named_even_on_a_node_with_two_consumers(cases, oracle, tmp_path):
+    bug = BY_NAME["tanh-no-square"]
+    micrograd = chosen(cases, r"^micrograd/(?!.*(deep|random))")
+    lines = first_lines(run(bug, micrograd, oracle, tmp_path), micrograd)
+    assert len(lines) > 10
+    assert {i: line for i, line in lines.items() if not line.startswith("wrong gradient from tanh")} == {}
+
+
+def test_a_wrong_pow_rule_is_named_not_the_division_built_on_it(cases, oracle, tmp_path):
+    micrograd = chosen(cases, r"^micrograd/(?!.*(deep|random))")
+    results = run(BY_NAME["pow-off-by-one"], micrograd, oracle, tmp_path)
+    lines = first_lines(results, micrograd)
+    assert "micrograd/test_ops::backward[div]" in lines and "micrograd/test_ops::backward[rdiv]" in lines
+    assert {i: line for i, line in lines.items() if not line.startswith("wrong gradient from pow")} == {}
+    division = failed(results)["micrograd/test_ops::backward[div]"]
+    assert "b**-1" in division and "a / b is built from" in division, division

@@ -18,6 +18,15 @@ def _number(x: Any) -> float:
     return float(x)
 
 
+def requires_grad(raw: Any) -> Quantity | None:
+    """A leaf's `requires_grad` as a flag, if it has a plain bool one (the contract has none)."""
+    try:
+        flag = getattr(raw, "requires_grad", None)
+    except Exception:
+        return None
+    return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
+
+
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     """The nodes an op created, between its output and its inputs, in topological order
     (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
@@ -70,6 +79,16 @@ class MicrogradBackend(ScalarBackend):
     def backward(self, node) -> None:
         self.tape.mark_output(node)
         node.raw.backward()
+        self.snapshot()
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Also each leaf's `requires_grad`, when the submission's Value has one: a leaf made
+        with requires_grad=False gets no gradient, and the diagnostic says so."""
+        tape = super().read_tape()
+        for entry, node, step in zip(tape, self.tape.nodes, self.tape.steps, strict=True):
+            if step.op in ("leaf", "parameter"):
+                entry["requires_grad"] = requires_grad(node.raw)
+        return tape
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)

@@ -53,6 +53,7 @@ class TorchScalarBackend(ScalarBackend):
             node.raw.retain_grad()
             node.raw.grad = None
         node.raw.backward(retain_graph=True)
+        self.snapshot()
 
     def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
