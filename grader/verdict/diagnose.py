@@ -295,22 +295,24 @@ def _first_wrong_pass(tape: Tape) -> Tape:
 
 
 def _no_gradient(tape: Tape) -> str | None:
-    """Leaves that should have a gradient and have requires_grad = False: say so, and why."""
-    names = [
-        tape.name(i)
-        for i, step in enumerate(tape.steps)
-        if step.op in LEAVES
-        and tape.differs(i, "grad")
+    """Nodes that should have a gradient and have requires_grad = False: say so, and why."""
+    found = [
+        i
+        for i in range(len(tape.steps))
+        if tape.differs(i, "grad")
         and tape.actual[i].get("requires_grad") is not None
         and tape.actual[i]["requires_grad"].data[0] == 0.0
     ]
-    if not names:
+    if not found:
         return None
-    shown = ", ".join(names[:MAX_USERS])
-    shown += f" and {len(names) - MAX_USERS} more" if len(names) > MAX_USERS else ""
-    i = next(i for i, step in enumerate(tape.steps) if tape.name(i) == names[0])
-    got = f"  {names[0]}.grad: {_expected_got(tape.expected[i]['grad'], tape.actual[i]['grad'])}"
-    return f"the leaves {shown} received no gradient\n{got}\n  {tape.hints.NO_GRADIENT}"
+    leaves = [i for i in found if tape.steps[i].op in LEAVES]
+    shown = found[: MAX_USERS]
+    names = ", ".join(tape.name(i) for i in shown)
+    names += f" and {len(found) - MAX_USERS} more" if len(found) > MAX_USERS else ""
+    i = (leaves or found)[0]
+    got = f"  {tape.name(i)}.grad: {_expected_got(tape.expected[i]['grad'], tape.actual[i]['grad'])}"
+    what = "the leaves" if len(leaves) == len(found) else "the nodes"
+    return f"{what} {names} received no gradient\n{got}\n  {tape.hints.NO_GRADIENT}"
 
 
 def _higher_order(tape: Tape) -> bool:

@@ -109,3 +109,34 @@ def test_a_wrong_pow_rule_is_named_not_the_division_built_on_it(cases, oracle, t
     assert {i: line for i, line in lines.items() if not line.startswith("wrong gradient from pow")} == {}
     division = failed(results)["micrograd/test_ops::backward[div]"]
     assert "b**-1" in division and "a / b is built from" in division, division
+
+
+# ---- leaves that do not require a gradient ----
+
+NO_GRAD_LEAVES = Bug(
+    "leaves-without-requires-grad",
+    "Value(data) makes a leaf with requires_grad=False, and backward() skips such nodes",
+    [
+        (
+            ENGINE,
+            '    def __init__(self, data, _children=(), _op="", label=""):\n',
+            '    def __init__(self, data, _children=(), _op="", label="", requires_grad=False):\n'
+            "        self.requires_grad = requires_grad or any(c.requires_grad for c in _children)\n",
+        ),
+        (
+            ENGINE,
+            "        for node in reversed(topo):\n            node._backward()\n",
+            "        for node in reversed(topo):\n            if node.requires_grad:\n                node._backward()\n",
+        ),
+    ],
+)
+
+
+def test_leaves_made_without_requires_grad_are_said_to_get_no_gradient(cases, oracle, tmp_path):
+    micrograd = chosen(cases, r"^micrograd/(?!.*(deep|random))")
+    lines = first_lines(run(NO_GRAD_LEAVES, micrograd, oracle, tmp_path), micrograd)
+    assert len(lines) > 20
+    assert {i: line for i, line in lines.items() if not line.endswith("received no gradient")} == {}
+    message = failed(run(NO_GRAD_LEAVES, chosen(cases, r"test_ops::backward\[add\]"), oracle, tmp_path))
+    assert message["micrograd/test_ops::backward[add]"].startswith("the leaves a, b received no gradient")
+    assert "requires_grad = False" in message["micrograd/test_ops::backward[add]"]

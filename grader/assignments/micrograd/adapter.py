@@ -82,12 +82,11 @@ class MicrogradBackend(ScalarBackend):
         self.snapshot()
 
     def read_tape(self) -> list[dict[str, Quantity | None]]:
-        """Also each leaf's `requires_grad`, when the submission's Value has one: a leaf made
+        """Also each node's `requires_grad`, when the submission's Value has one: a leaf made
         with requires_grad=False gets no gradient, and the diagnostic says so."""
         tape = super().read_tape()
-        for entry, node, step in zip(tape, self.tape.nodes, self.tape.steps, strict=True):
-            if step.op in ("leaf", "parameter"):
-                entry["requires_grad"] = requires_grad(node.raw)
+        for entry, node in zip(tape, self.tape.nodes, strict=True):
+            entry["requires_grad"] = requires_grad(node.raw)
         return tape
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:

@@ -45,8 +45,9 @@ REPEATED_BACKWARD = (
 )
 DETACH = "detach() must return a new leaf Value with the same data: no gradient flows through it"
 NO_GRADIENT = (
-    "these leaves have requires_grad = False, so backward() gave them nothing: the contract's "
-    "Value(data) is a leaf that receives its gradient (drop requires_grad, or make it default to True)"
+    "they have requires_grad = False, so backward() gave them nothing: the contract's Value(data) "
+    "is a leaf that receives its gradient, and so is every node made from it (drop requires_grad, "
+    "or make it default to True)"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
 TOPO = ""

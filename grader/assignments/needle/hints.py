@@ -30,7 +30,7 @@ REPEATED_BACKWARD = (
 )
 DETACH = "no gradient flows through detach(): the detached tensor is a new leaf, without op or inputs"
 NO_GRADIENT = (
-    "these leaves have requires_grad = False, so backward gave them no gradient: "
+    "they have requires_grad = False, so backward gave them no gradient: "
     "Tensor(array) must make a leaf with requires_grad=True unless told otherwise, and keep "
     "the requires_grad it is given"
 )
