@@ -306,7 +306,7 @@ def _no_gradient(tape: Tape) -> str | None:
     if not found:
         return None
     leaves = [i for i in found if tape.steps[i].op in LEAVES]
-    shown = found[: MAX_USERS]
+    shown = found[:MAX_USERS]
     names = ", ".join(tape.name(i) for i in shown)
     names += f" and {len(found) - MAX_USERS} more" if len(found) > MAX_USERS else ""
     i = (leaves or found)[0]
@@ -411,9 +411,7 @@ def _explain_part(tape: Tape, j: int, k: int, got: str, tail: str) -> str:
     )
 
 
-def _explain_wrong_rules(
-    tape: Tape, i: int, wrong: list[int], users: list[int], got: str, tail: str
-) -> str:
+def _explain_wrong_rules(tape: Tape, i: int, wrong: list[int], users: list[int], got: str, tail: str) -> str:
     """Among node i's consumers, those whose rules, probed alone, are wrong."""
     culprit = {j: _culprit(tape, j) for j in wrong}
     if len(set(culprit.values())) == 1:  # `a / a` and `a**-0.5` both wrong: pow's rule

@@ -23,7 +23,7 @@ NN = "micrograd/nn.py"
 AUTOGRAD = "needle/autograd.py"
 OPS = "needle/ops.py"
 
-TANH_RULE = '''\
+TANH_RULE = """\
         out = Value(math.tanh(self.data), (self,), "tanh")
 
         def _backward():
@@ -34,7 +34,7 @@ TANH_RULE = '''\
 
         out._backward = _backward
         return out
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,9 @@ NO_GRAD_LEAVES = Bug(
         (
             ENGINE,
             "        for node in reversed(topo):\n            node._backward()\n",
-            "        for node in reversed(topo):\n            if node.requires_grad:\n                node._backward()\n",
+            "        for node in reversed(topo):\n"
+            "            if node.requires_grad:\n"
+            "                node._backward()\n",
         ),
     ],
 )
