@@ -142,3 +142,35 @@ def test_leaves_made_without_requires_grad_are_said_to_get_no_gradient(cases, or
     message = failed(run(NO_GRAD_LEAVES, chosen(cases, r"test_ops::backward\[add\]"), oracle, tmp_path))
     assert message["micrograd/test_ops::backward[add]"].startswith("the leaves a, b received no gradient")
     assert "requires_grad = False" in message["micrograd/test_ops::backward[add]"]
+
+
+# ---- repeated backward(): the tape of each call says which one went wrong ----
+
+DETACH_AND_TWO_OUTPUTS = '''
+from grader.case import case
+
+
+@case("micrograd", topic="accumulation", points=1)
+def test_two_outputs_and_a_detach(lib):
+    """backward() from y1, then from y2 = h + h.detach(): h is an interior node of both."""
+    a = lib.value(0.5, "a")
+    h = a * 3.0
+    y1 = h * h
+    lib.backward(y1)
+    y2 = h + h.detach()
+    lib.backward(y2)
+    return {"a": a, "h": h, "y1": y1, "y2": y2}
+'''
+
+
+def test_interior_gradients_not_reset_are_blamed_on_backward(oracle, tmp_path):
+    """h feeds a detach(), whose rule is not probed: the snapshot after each backward() call
+    shows h holding its first gradient plus its second, which is backward()'s doing."""
+    suite = tmp_path / "suites" / "public" / "micrograd"
+    suite.mkdir(parents=True)
+    (suite / "test_repeated.py").write_text(DETACH_AND_TWO_OUTPUTS)
+    mine = collect(tmp_path / "suites", ["micrograd"], ["public"])
+    assert run(TANH_FROM_EXP, mine, Oracle(), tmp_path)[mine[0].id].passed  # a right engine passes
+    message = failed(run(BY_NAME["double-counting"], mine, Oracle(), tmp_path))[mine[0].id]
+    assert message.startswith("wrong gradient of h from backward()"), message
+    assert "start the interior nodes' gradients from zero" in message and "`+=`" not in message
