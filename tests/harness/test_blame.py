@@ -174,3 +174,33 @@ def test_interior_gradients_not_reset_are_blamed_on_backward(oracle, tmp_path):
     message = failed(run(BY_NAME["double-counting"], mine, Oracle(), tmp_path))[mine[0].id]
     assert message.startswith("wrong gradient of h from backward()"), message
     assert "start the interior nodes' gradients from zero" in message and "`+=`" not in message
+
+
+# ---- an MLP's failures state the MLP's contract ----
+
+MLP_BUGS = [
+    Bug(
+        "mlp-last-layer-relu",
+        "every layer of the MLP applies ReLU, the last one too",
+        [(NN, "nonlin=i != len(nouts) - 1", "nonlin=True")],
+    ),
+    Bug(
+        "mlp-tanh-hidden",
+        "hidden neurons apply tanh instead of ReLU",
+        [(NN, "return act.relu() if self.nonlin else act", "return act.tanh() if self.nonlin else act")],
+    ),
+    Bug(
+        "mlp-other-signature",
+        "MLP(nouts, nin): the arguments the other way round",
+        [(NN, "    def __init__(self, nin, nouts):\n", "    def __init__(self, nouts, nin):\n")],
+    ),
+]
+
+
+@pytest.mark.parametrize("bug", MLP_BUGS, ids=lambda bug: bug.name)
+def test_every_mlp_failure_states_the_contract(bug, cases, oracle, tmp_path):
+    mlp = chosen(cases, r"^micrograd/.*(mlp|zero_grad)")
+    messages = failed(run(bug, mlp, oracle, tmp_path))
+    assert messages
+    for text in ("MLP(nin, nouts)", "called on a list", "hidden layer applies ReLU", "last layer is linear"):
+        assert {i: m for i, m in messages.items() if text not in m} == {}, text
