@@ -119,6 +119,8 @@ class SandboxRunner:
     limits: Limits = field(default_factory=Limits)
     #: directories a worker must never see (reference/, the oracle's cache, ...)
     secrets: list[Path] = field(default_factory=list)
+    #: the unprivileged user workers run as (the grader must be root), or None
+    user: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -126,7 +128,7 @@ class SandboxRunner:
         if len(suites) > 1:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
-        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets)
+        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
         runs = engine.run_all(cases, timeouts)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes)
@@ -254,6 +256,8 @@ class Request:
     limits: Limits = field(default_factory=Limits)
     keep: Callable[[Case], bool] | None = None
     visibility: str = DEFAULT_HIDDEN_VISIBILITY
+    #: run the sandbox's workers as this unprivileged user (the grader must be root)
+    user: str | None = None
 
 
 def select_cases(directory: Path, request: Request) -> list[Case]:
@@ -266,7 +270,7 @@ def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
         return InProcessRunner()
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    return SandboxRunner(request.limits, secrets)
+    return SandboxRunner(request.limits, secrets, request.user)
 
 
 def grade_submission(
