@@ -6,6 +6,9 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
 template [--check]                                       write or check student_template/
 notebooks [--check]                                      write or check the nbgrader course's notebooks
 demo                                                     grade the bundled examples
+grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
+                                                         grade a class into a gradebook (grader.classgrade)
+merge OUT SHARD.db...                                    combine shard gradebooks
 """
 
 from __future__ import annotations
@@ -146,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
+
+    from grader.classgrade.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
