@@ -9,12 +9,16 @@ merge OUT SHARD.db...                              combine shard gradebooks
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from grader.assignments import NAMES
-from grader.pipeline import SUITES_DIR, Request, select_cases
+from grader.case.define import Case
+from grader.classgrade.layout import Submission
+from grader.pipeline import SUITES_DIR, Request, choose_assignments, select_cases
 from grader.report.model import VISIBILITIES
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle, default_cache_dir
@@ -36,13 +40,11 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def _case_chooser(request: Request):
+def case_chooser(request: Request) -> Callable[[Submission], list[Case]]:
     """Each submission's cases (its assignments, unless --assignment), collected once per set."""
-    cache: dict[tuple[str, ...], list] = {}
+    cache: dict[tuple[str, ...], list[Case]] = {}
 
-    def cases(sub) -> list:
-        from grader.pipeline import choose_assignments
-
+    def cases(sub: Submission) -> list[Case]:
         names = tuple(choose_assignments(Path(sub.path), request.only))
         if names not in cache:
             cache[names] = select_cases(Path(sub.path), request)
@@ -80,11 +82,16 @@ def _grade_class(args: argparse.Namespace) -> int:
         raise UsageError("an ASSIGNMENT after ROOT is only for --nbgrader")
     out = Path(args.out) if args.out else (root / "classgrade" if args.nbgrader else Path("class-grades"))
     limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
+    keep = None
+    if args.only_cases:
+        patterns = list(args.only_cases)
+        keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
     request = Request(
         suite=args.suite,
         only=only,
         suites_dir=Path(args.suites),
         limits=limits,
+        keep=keep,
         visibility=args.hidden_visibility,
     )
     try:
@@ -112,7 +119,7 @@ def _grade_class(args: argparse.Namespace) -> int:
     with Gradebook(gradebook) as book, ClassProgress() as progress:
         run = grade_class(
             submissions,
-            _case_chooser(request),
+            case_chooser(request),
             oracle,
             book,
             backend,
@@ -166,6 +173,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
+    p.add_argument(
+        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
+    )
     p.add_argument("--timeout", type=float, default=defaults.timeout, help="seconds per case")
     p.add_argument("--budget", type=float, default=defaults.budget, help="seconds per submission")
     p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker")
