@@ -8,6 +8,9 @@ notebooks [--check]                                      write or check the nbgr
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
+grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
+                                                         grade a class into a gradebook (grader.classgrade)
+merge OUT SHARD.db...                                    combine shard gradebooks
 """
 
 from __future__ import annotations
@@ -216,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
+
+    from grader.classgrade.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

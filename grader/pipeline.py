@@ -90,7 +90,9 @@ class InProcessEngine:
     def run(self, case: Case) -> Run:
         buffer = Bounded()
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            started = time.perf_counter()
             run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
+            run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         return run
 
@@ -190,6 +192,7 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        seconds=actual.seconds,
     )
 
 

@@ -244,8 +244,10 @@ class SandboxEngine:
             return []
         worker.proceed()
         for i, case in enumerate(cases):
+            started = time.monotonic()
             try:
                 run = parse_run(self._wait(worker, self._timeout(case), work), case.id)
+                run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
                 reason = (
                     str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
