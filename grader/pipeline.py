@@ -35,6 +35,8 @@ from grader.verdict.oracle import Oracle, default_cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
+#: where the graded suites are when they are not in this checkout (an installed grader)
+SUITES_ENV = "GRADER_SUITES"
 #: a case may take this many times as long as the oracle took for it (a million-node graph)
 SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`

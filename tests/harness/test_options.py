@@ -169,3 +169,126 @@ def test_local_pytest_applies_the_same_rule(tmp_path):
         "tests/public/micrograd/test_composite.py", f"--impl={sub}", "-q", "-p", "no:cacheprovider"
     )
     assert done.returncode == 1 and "uses torch to compute gradients" in done.stdout, done.stdout[-3000:]
+
+
+# ---- 3. an installed grader ----
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The grader as a non-editable `pip install .` puts it: a wheel installed into a target
+    directory (beside the environment's own packages)."""
+    wheels, target = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("installed")
+    build = tmp_path_factory.mktemp("build") / "src"
+    shutil.copytree(REPO, build, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, build], check=True)
+    [wheel] = wheels.glob("*.whl")
+    subprocess.run([*pip, "install", "--no-deps", "--target", target, wheel], check=True)
+    return target
+
+
+def run_installed(target: Path, *args: str, cwd: Path, env: dict[str, str] | None = None):
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADER_SUITES")}
+    environment.update(PYTHONPATH=str(target), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_an_installed_grader_says_the_suites_are_missing(installed, tmp_path):
+    sub = copy("micrograd", tmp_path / "sub" / "micrograd").parent
+    done = run_installed(installed, "grade", str(sub), "--in-process", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    [line] = done.stderr.strip().splitlines()
+    assert "no graded suites in" in line and "--suites" in line and "GRADER_SUITES" in line
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_an_installed_grader_grades_with_the_suites_pointed_at(installed, tmp_path, how):
+    sub = copy("micrograd", tmp_path / "sub" / "micrograd").parent
+    suites = tmp_path / "suites"
+    shutil.copytree(
+        REPO / "tests" / "public" / "micrograd",
+        suites / "public" / "micrograd",
+        ignore=shutil.ignore_patterns("__pycache__", "test_random.py", "test_ops.py", "test_deep.py"),
+    )
+    args = ["--suites", str(suites)] if how == "option" else []
+    env = {"GRADER_SUITES": str(suites)} if how == "environment" else {}
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    done = run_installed(
+        installed,
+        "grade",
+        str(sub),
+        "--suite",
+        "public",
+        "--assignment",
+        "micrograd",
+        *cache,
+        *args,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    score = [line for line in done.stdout.splitlines() if line.startswith("Score:")]
+    assert score and score[0].split()[1].split("/")[0] == score[0].split()[1].split("/")[1] != "0", score
+
+
+def test_an_installed_demo_does_not_crash(installed, tmp_path):
+    done = run_installed(installed, "demo", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout
+    assert "the demo needs the kit's checkout" in done.stdout + done.stderr
+
+
+# ---- 5. options and output paths checked before grading ----
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--timeout", "0"], "--timeout 0: must be more than 0 seconds"),
+        (["--budget", "-1"], "--budget -1: must be more than 0 seconds"),
+        (["--memory", "100"], "--memory 100: must be at least 256 MiB"),
+        (["--memory", "0"], "--memory 0: must be at least 256 MiB"),
+        (["--results", "/proc/results.json"], "--results /proc/results.json: cannot write there"),
+        (["--feedback", "{tmp}/no/such/dir/feedback.md"], "the directory {tmp}/no/such/dir does not exist"),
+        (["--results", "{tmp}"], "is a directory"),
+        (["--suites", "{tmp}"], "no graded suites in {tmp}"),
+        (["--timeout", "abc"], "argument --timeout: invalid float value: 'abc'"),
+    ],
+)
+def test_options_are_checked_before_grading(tmp_path, capsys, monkeypatch, args, words):
+    from grader import cli
+
+    monkeypatch.setattr(cli, "grade_submission", lambda *a, **k: pytest.fail("graded"))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    try:
+        status = cli.main(["grade", str(REFERENCE), *args])
+    except SystemExit as exc:  # argparse's own checks
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert words.replace("{tmp}", str(tmp_path)) in err, err
+
+
+def test_a_missing_submission_path_is_an_error(tmp_path, capsys):
+    from grader import cli
+
+    assert cli.main(["grade", str(tmp_path / "nowhere")]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"grader: error: {tmp_path / 'nowhere'}: no such file or directory"
+    )
+
+
+def test_version(capsys):
+    from grader import __version__, cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"grader {__version__}"
