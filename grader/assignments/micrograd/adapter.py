@@ -7,7 +7,7 @@ from typing import Any
 
 from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
-from grader.case.loading import load_package
+from grader.case.loading import Package
 from grader.case.quantity import Quantity
 
 #: the most nodes one op may create (a composite tanh has a handful; more is a runaway graph)
@@ -48,20 +48,34 @@ def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
         if len(seen) > MAX_OP_NODES:
             return [out]
     return order
+#: each module a case may need -> what it defines (found in the package itself when the
+#: submission has no such module: a single micrograd.py, or everything in __init__.py)
+PROVIDES = {"engine": "Value", "nn": "MLP"}
 
 
 class MicrogradBackend(ScalarBackend):
     name = "micrograd"
+    #: a folder named micrograd/ holding this (or __init__.py) is the package
+    markers = ("engine.py",)
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)
+        self.modules = modules
         self.engine = modules["engine"]
-        self.nn = modules.get("nn")
         self.Value = self.engine.Value
 
+    @property
+    def nn(self) -> Any:
+        """`micrograd.nn`, imported when an MLP case first asks: a missing or broken nn.py
+        costs those cases only."""
+        return self.modules["nn"]
+
     @classmethod
-    def load(cls, directory: str | Path) -> dict:
-        return load_package(directory, "micrograd", ("engine", "nn"))
+    def load(cls, directory: str | Path) -> Package:
+        """The submission's micrograd with its engine imported (every case needs `Value`)."""
+        package = Package(directory, "micrograd", markers=cls.markers, provides=PROVIDES)
+        package.module("engine")
+        return package
 
     ops = {
         **OPERATORS,
