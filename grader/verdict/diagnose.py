@@ -90,8 +90,9 @@ class Tape:
         if not self.actual:
             return None
         e, a = self.expected[i].get("rule"), self.actual[i].get("rule")
-        if e is None:
-            return None
+        inputs = [r.index for r in self.steps[i].inputs if isinstance(r, NodeRef)]
+        if e is None or any(self.differs(j, "value") for j in inputs):
+            return None  # probed at other inputs than PyTorch's: nothing to compare
         return a is not None and close(e, a) is None
 
     def rule_is_right(self, i: int) -> bool:
@@ -327,9 +328,9 @@ def _assign(tape: Tape) -> str:
 
 
 def _feeds_detach(tape: Tape, i: int) -> bool:
-    """Is node i an ancestor of some detach() whose rule is not known to be right?"""
-    detached = [j for j, s in enumerate(tape.steps) if s.op == "detach" and tape.rule(j) is not True]
-    todo = [r.index for j in detached for r in tape.steps[j].inputs if isinstance(r, NodeRef)]
+    """Is node i an ancestor of some detach()? (Its probe, on a fresh leaf, cannot tell
+    whether a detached node keeps its op and inputs.)"""
+    todo = [r.index for s in tape.steps if s.op == "detach" for r in s.inputs if isinstance(r, NodeRef)]
     seen: set[int] = set()
     while todo:
         j = todo.pop()
@@ -352,6 +353,8 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         if not tape.tensors and tape.steps[i].op == "detach":
             detach = f"\n  {hints.DETACH}"
         users = tape.consumers(i)
+        if detach and tape.tensors and _single_adjoint(tape, i, users):
+            detach = ""  # it got one of its partial adjoints: the sum is wrong, not detach()
         unknown = [j for j in users if tape.expected[j]["grad"] is None and tape.steps[j].op != "grad"]
         if _higher_order(tape) and unknown:
             return _explain_second_order(tape, i, got)
@@ -471,6 +474,12 @@ def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
         if rule is None:
             return False
         flat, at = rule.array().reshape(-1), 0
+        if flat.size != sum(
+            tape.expected[r.index]["value"].array().size
+            for r in tape.steps[j].inputs
+            if isinstance(r, NodeRef)
+        ):
+            return False
         for ref in tape.steps[j].inputs:
             if not isinstance(ref, NodeRef):
                 continue
@@ -481,7 +490,10 @@ def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
     actual = tape.actual[i]["grad"]
     if len(pieces) < 2 or actual is None:
         return False
-    return any(close(Quantity.from_array(p.reshape(actual.shape)), actual) is None for p in pieces)
+    size = actual.array().size
+    return any(
+        p.size == size and close(Quantity.from_array(p.reshape(actual.shape)), actual) is None for p in pieces
+    )
 
 
 def _explain_second_order(tape: Tape, i: int, got: str) -> str:
@@ -570,7 +582,8 @@ def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment:
         return explain_failure(actual.failure, hints) + mlp_note(expected, assignment)
     tape = Tape(expected, actual, hints)
     values = [m for m in mismatches if not m.is_grad]
-    head = explain_forward(tape) if values else None
+    wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
+    head = explain_forward(tape) if values or wrong_grad_node else None
     if head is None:
         head = explain_gradient(tape)
     listing = explain_results(mismatches) + explain_orders(tape, mismatches)
