@@ -17,6 +17,7 @@ from grader.report.model import CaseResult
 from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, materialize
 from tests.harness.bugs.micrograd import BY_NAME
+from tests.harness.bugs.needle import BUGS as NEEDLE_BANK
 
 ENGINE = "micrograd/engine.py"
 NN = "micrograd/nn.py"
@@ -204,3 +205,64 @@ def test_every_mlp_failure_states_the_contract(bug, cases, oracle, tmp_path):
     assert messages
     for text in ("MLP(nin, nouts)", "called on a list", "hidden layer applies ReLU", "last layer is linear"):
         assert {i: m for i, m in messages.items() if text not in m} == {}, text
+
+
+# ---- needle: the adjoint sum, an operator the student wrote, a gradient's type ----
+
+NEEDLE_BUGS = {bug.name: bug for bug in NEEDLE_BANK}
+
+RSUB_REVERSED = Bug(
+    "rsub-reversed",
+    "`2 - a` computed as `a - 2`",
+    [
+        (
+            AUTOGRAD,
+            "        return ops.AddScalar(other)(ops.Negate()(self))",
+            "        return ops.AddScalar(-other)(self)",
+        )
+    ],
+)
+NUMPY_GRADIENT = Bug(
+    "mul-gradient-returns-numpy",
+    "EWiseMul.gradient returns NumPy arrays",
+    [
+        (
+            OPS,
+            "        lhs, rhs = node.inputs\n        return out_grad * rhs, out_grad * lhs",
+            "        lhs, rhs = node.inputs\n"
+            "        return out_grad.numpy() * rhs.numpy(), out_grad.numpy() * lhs.numpy()",
+        )
+    ],
+)
+
+
+def test_needle_adjoints_not_summed_are_blamed_on_the_sum(cases, oracle, tmp_path):
+    needle = chosen(cases, r"^needle/(?!.*(random|deep))")
+    results = run(NEEDLE_BUGS["adjoints-overwritten"], needle, oracle, tmp_path)
+    messages = {i: m for i, m in failed(results).items() if i in {c.id for c in needle if c.trace}}
+    assert len(messages) > 20
+    blamed = {i: m.splitlines()[0] for i, m in messages.items() if m.startswith("wrong gradient from")}
+    assert blamed == {}
+    for wrong in ("no gradient flows through detach()", "backward ran more than once"):
+        assert {i: m for i, m in messages.items() if wrong in m} == {}
+    for case_id in ("needle/test_composite::partial_adjoints_summed", "needle/test_detach::detach_mid_graph"):
+        assert "from compute_gradient_of_variables" in messages[case_id].splitlines()[0], messages[case_id]
+        assert "one partial adjoint, not their sum" in messages[case_id]
+
+
+def test_a_reversed_rsub_is_blamed_on_rsub(cases, oracle, tmp_path):
+    rsub = [c for c in chosen(cases, r"^needle/.*rsub") if c.trace]
+    messages = failed(run(RSUB_REVERSED, rsub, oracle, tmp_path))
+    assert set(messages) == {c.id for c in rsub}
+    for message in messages.values():
+        first = message.splitlines()[0]
+        assert first.startswith("wrong value from Tensor.__rsub__") and "AddScalar" not in first, message
+
+
+def test_a_gradient_returning_numpy_is_named_wherever_it_surfaces(cases, oracle, tmp_path):
+    needle = chosen(cases, r"^needle/(?!.*(random|deep))")
+    messages = failed(run(NUMPY_GRADIENT, needle, oracle, tmp_path))
+    assert "needle/test_op_gradients::op_gradient[EWiseMul]" in messages  # its own case too
+    assert len(messages) > 20
+    said = "EWiseMul.gradient returned numpy."
+    assert {i: m for i, m in messages.items() if not m.startswith(said) or "return Tensors" not in m} == {}
