@@ -190,7 +190,10 @@ def explain_failure(failure: Failure, hints: ModuleType | None = None) -> str:
     if failure.not_implemented:
         func = failure.where[2] if failure.where else "a function of the submission"
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
-    if failure.type == "GradientTypeError":  # the grader's own finding: the message says it all
+    if failure.type in (
+        "GradientTypeError",
+        "NoGradientError",
+    ):  # the grader's own finding: the message says it all
         return failure.message
     text = f"{failure.type}{where}: {failure.message}"
     if failure.type == "KeyError" and failure.where and failure.where[2] == "compute_gradient_of_variables":
@@ -561,6 +564,16 @@ def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     tensors = tape.tensors or any(m.expected is not None and m.expected.shape != () for m in mismatches)
     if tensors and any(s.op == "detach" for s in tape.steps):
         hints.append(tape.hints.DETACH)
+    refused = [
+        tape.name(i)
+        for i in range(len(tape.steps) if tape.actual else 0)
+        if (e := tape.expected[i].get("requires_grad")) is not None
+        and (a := tape.actual[i].get("requires_grad")) is not None
+        and e.data[0] == 1.0
+        and a.data[0] == 0.0
+    ]
+    if refused:
+        hints.append(f"the leaves {', '.join(refused[:MAX_USERS])}: {tape.hints.NO_GRADIENT}")
     return "".join(f"\n  {h}" for h in hints)
 
 

@@ -266,3 +266,26 @@ def test_a_gradient_returning_numpy_is_named_wherever_it_surfaces(cases, oracle,
     assert len(messages) > 20
     said = "EWiseMul.gradient returned numpy."
     assert {i: m for i, m in messages.items() if not m.startswith(said) or "return Tensors" not in m} == {}
+
+
+NEEDLE_LEAVES_WITHOUT_GRAD = Bug(
+    "tensor-drops-requires-grad",
+    "Tensor(array, requires_grad=True) makes a leaf with requires_grad = False",
+    [
+        (
+            AUTOGRAD,
+            "        self._init(None, [], cached_data=cached_data, requires_grad=requires_grad)",
+            "        self._init(None, [], cached_data=cached_data, requires_grad=False)",
+        )
+    ],
+)
+
+
+def test_needle_leaves_without_requires_grad_are_said_to_get_no_gradient(cases, oracle, tmp_path):
+    needle = [c for c in chosen(cases, r"^needle/(?!.*(random|deep))") if c.trace]
+    messages = failed(run(NEEDLE_LEAVES_WITHOUT_GRAD, needle, oracle, tmp_path))
+    assert len(messages) > 50
+    assert {i: m for i, m in messages.items() if "requires_grad = False" not in m} == {}
+    assert {i: m for i, m in messages.items() if m.startswith("wrong gradient from")} == {}
+    add = messages["needle/test_ops::op_backward[add]"]
+    assert add.startswith("the leaves a, b received no gradient"), add

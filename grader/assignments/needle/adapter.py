@@ -19,6 +19,10 @@ from grader.case.trace import Node, NodeRef
 MAX_OP_NODES = 1000
 
 
+class NoGradientError(ValueError):
+    """Leaves asked for with requires_grad=True came out with requires_grad = False."""
+
+
 class GradientTypeError(TypeError):
     """A gradient rule returned something other than the library's Tensors."""
 
@@ -65,6 +69,8 @@ class NeedleBackend(TensorBackend):
         self.autograd = modules["autograd"]
         self.opsmod = modules["ops"]
         self.Tensor = self.autograd.Tensor
+        #: tape indices of the leaves a case made with requires_grad=True
+        self.grad_asked: set[int | None] = set()
         o = self.opsmod
         self.ops = {
             # Tensor's operators: with a Python number they make the scalar op
@@ -94,7 +100,10 @@ class NeedleBackend(TensorBackend):
             raw = self.Tensor(array.raw, dtype=dtype, requires_grad=requires_grad)
         else:
             raw = self.Tensor(as_float_array(array, dtype), dtype=dtype, requires_grad=requires_grad)
-        return self.wrap(raw, "leaf", (), {}, label)
+        node = self.wrap(raw, "leaf", (), {}, label)
+        if requires_grad:
+            self.grad_asked.add(node.index)
+        return node
 
     def _out_grad(self, out_grad: Any, like: Any) -> Any:
         if out_grad is None or isinstance(out_grad, Node):
@@ -251,10 +260,22 @@ class NeedleBackend(TensorBackend):
         ]
 
     def explain_exception(self, exc: BaseException) -> BaseException | None:
-        """When a case raised: a gradient rule on its tape that returns no Tensor (a NumPy
-        array passes through some of backward and fails far from the rule) is the cause."""
-        if isinstance(exc, GradientTypeError):
+        """When a case raised: leaves that do not require a gradient although asked to, or a
+        gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
+        backward and fails far from the rule), is the cause."""
+        if isinstance(exc, GradientTypeError | NoGradientError):
             return None
+        refused = [
+            self.tape.steps[i].label or f"t{i}"
+            for i, step in enumerate(self.tape.steps)
+            if i in self.grad_asked and getattr(self.tape.nodes[i].raw, "requires_grad", None) is False
+        ]
+        if refused:
+            return NoGradientError(
+                f"the leaves {', '.join(refused[:6])} were made with Tensor(array, requires_grad=True) "
+                "and have requires_grad = False, so no op records them and backward gives them no "
+                "gradient: Tensor must keep the requires_grad it is given"
+            )
         for i, step in enumerate(self.tape.steps):
             if step.op in self.ops and step.op != "detach":
                 try:

@@ -323,7 +323,9 @@ class TorchTensorBackend(TensorBackend):
         tape = super().read_tape()
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
-            if step.op in self.ops and step.op not in ("leaf", "parameter"):
+            if step.op == "leaf":
+                entry["requires_grad"] = flag(self.tape.nodes[i].raw.requires_grad)
+            elif step.op in self.ops:
                 entry["rule"] = self._probe(i)
         return tape
 
