@@ -52,7 +52,7 @@ class Tape:
     @property
     def tensors(self) -> bool:
         """A tensor library's tape (needle), rather than micrograd's scalars."""
-        return bool(self.hints.BACKWARD != "backward()")
+        return bool(self.hints.TENSORS)
 
     def name(self, i: int) -> str:
         return self.names.get(i) or self.steps[i].label or f"t{i}"
@@ -153,13 +153,8 @@ def _op(tape: Tape, i: int) -> str:
     named = tape.hints.OP_NAMES.get(step.op)
     if named:
         return named
-    if tape.tensors:
-        from grader.assignments.needle.backend import needle_class
-
-        cls = needle_class(step.op, step.inputs)
-        if cls:
-            return f"{step.op} ({cls})"
-    return step.op
+    cls = tape.hints.op_class(step.op, step.inputs)
+    return f"{step.op} ({cls})" if cls else step.op
 
 
 def _q(x: Quantity | None) -> str:
@@ -247,11 +242,9 @@ def explain_forward(tape: Tape) -> str | None:
 def _built_from(tape: Tape, i: int) -> str:
     """For an operator built from other ops: which ones (a wrong one is in that method)."""
     step = tape.steps[i]
-    if step.op not in tape.hints.OP_NAMES or not tape.tensors:
+    cls = tape.hints.op_class(step.op, step.inputs)
+    if step.op not in tape.hints.OP_NAMES or not cls:
         return ""
-    from grader.assignments.needle.backend import needle_class
-
-    cls = needle_class(step.op, step.inputs)
     written = tape.expression(i).split(" = ", 1)[1]
     return f"\n  {written} runs {tape.hints.OP_NAMES[step.op]}, which builds {cls}"
 

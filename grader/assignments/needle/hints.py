@@ -4,6 +4,14 @@
 hints.py has the same names (an empty string where a hint does not apply).
 """
 
+from collections.abc import Sequence
+from typing import Any
+
+from grader.case.trace import NodeRef
+
+#: what the assignment's values are: tensors (needle) or scalars (micrograd)
+TENSORS = True
+
 #: how the op of a tape step is named in a message: a Tensor operator that builds more than
 #: one op is the method the student wrote (`2 - a` runs `a.__rsub__(2)`)
 OP_NAMES = {
@@ -46,3 +54,45 @@ HIGHER_ORDER = (
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
 )
 MLP = ""
+
+
+#: the op a case-facing name builds in needle: (with a tensor operand, with a number)
+NEEDLE_CLASSES = {
+    "add": ("EWiseAdd", "AddScalar"),
+    "radd": ("EWiseAdd", "AddScalar"),
+    "sub": ("EWiseAdd and Negate", "AddScalar"),
+    "rsub": ("AddScalar and Negate", "AddScalar and Negate"),
+    "mul": ("EWiseMul", "MulScalar"),
+    "rmul": ("EWiseMul", "MulScalar"),
+    "multiply": ("EWiseMul", "EWiseMul"),
+    "mul_scalar": ("MulScalar", "MulScalar"),
+    "truediv": ("EWiseDiv", "DivScalar"),
+    "rtruediv": ("PowerScalar and MulScalar", "PowerScalar and MulScalar"),
+    "divide": ("EWiseDiv", "EWiseDiv"),
+    "divide_scalar": ("DivScalar", "DivScalar"),
+    "pow": ("EWisePow", "PowerScalar"),
+    "power": ("EWisePow", "EWisePow"),
+    "power_scalar": ("PowerScalar", "PowerScalar"),
+    "add_scalar": ("AddScalar", "AddScalar"),
+    "neg": ("Negate", "Negate"),
+    "negate": ("Negate", "Negate"),
+    "exp": ("Exp", "Exp"),
+    "log": ("Log", "Log"),
+    "relu": ("ReLU", "ReLU"),
+    "tanh": ("Tanh", "Tanh"),
+    "matmul": ("MatMul", "MatMul"),
+    "sum": ("Summation", "Summation"),
+    "summation": ("Summation", "Summation"),
+    "reshape": ("Reshape", "Reshape"),
+    "broadcast_to": ("BroadcastTo", "BroadcastTo"),
+    "transpose": ("Transpose", "Transpose"),
+}
+
+
+def op_class(op: str, inputs: Sequence[Any]) -> str | None:
+    """The needle op class(es) behind a tape step, for messages: `a / b` is EWiseDiv."""
+    pair = NEEDLE_CLASSES.get(op)
+    if pair is None:
+        return None
+    nodes = sum(isinstance(r, NodeRef) for r in inputs)
+    return pair[0] if nodes >= 2 or len(inputs) == 1 else pair[1]
