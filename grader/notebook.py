@@ -231,7 +231,7 @@ class Runner:
                 warnings.simplefilter("ignore")
                 actual = self.run(case, modules, code_roots(namespace))
                 actual.output = buffer.getvalue()
-                failed = actual.failure is not None or actual.fault is not None
+                failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
             results.append(verdict(case, expected, actual))
         return results
@@ -254,7 +254,7 @@ def report(results: list[CaseResult], title: str) -> str:
     lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
     for r in results:
         if not r.passed:
-            lines.append(f"FAILED {r.id} ({r.max_points:g} points)")
+            lines.append(f"{str(r.status).upper()} {r.id} ({r.max_points:g} points)")
             lines.extend("    " + line for line in r.message.splitlines())
     return "\n".join(lines)
 

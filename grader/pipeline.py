@@ -156,6 +156,8 @@ def yardstick(cases: list[Case], oracle: Oracle) -> dict[str, float]:
 
 
 def status_of(run: Run, mismatched: bool) -> Status:
+    if run.missing and run.fault is None:
+        return Status.NOT_GRADED
     if run.fault is not None:
         return Status.TIMED_OUT if run.fault.startswith("timed out") else Status.ERROR
     if run.failure is not None:
@@ -163,13 +165,26 @@ def status_of(run: Run, mismatched: bool) -> Status:
     return Status.FAILED if mismatched else Status.PASSED
 
 
+def not_graded_message(missing: list[str]) -> str:
+    """`not graded: needs tanh`, and what that means for the student."""
+    names = ", ".join(missing)
+    which = "it" if len(missing) == 1 else "them"
+    return (
+        f"not graded: needs {names} (the submission does not have {which}: missing, or its forward "
+        "raises NotImplementedError); 0 points, and the case's other ops are not blamed"
+    )
+
+
 def verdict(
     case: Case, expected: Run, actual: Run, visibility: str = DEFAULT_HIDDEN_VISIBILITY
 ) -> CaseResult:
     """Compare and score one case (trusted code: only plain numbers come in)."""
-    mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
+    ran = actual.failure is actual.fault is None and not actual.missing
+    mismatches = compare(expected.results, actual.results) if ran else []
     status = status_of(actual, bool(mismatches))
-    if actual.fault is not None:
+    if status is Status.NOT_GRADED:
+        message = not_graded_message(actual.missing)
+    elif actual.fault is not None:
         message = actual.fault
     elif status is Status.PASSED:
         message = ""
@@ -188,6 +203,7 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        missing=list(actual.missing) if status is Status.NOT_GRADED else [],
     )
 
 

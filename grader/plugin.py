@@ -21,7 +21,7 @@ from grader.case.define import Case
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
 from grader.pipeline import InProcessEngine, verdict
-from grader.report.model import Report
+from grader.report.model import Report, Status
 from grader.report.terminal import topic_lines
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -104,10 +104,12 @@ class _State:
         engine = self.engine(case.assignment)
         actual = Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case)
         # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
-        failed = actual.failure is not None or actual.fault is not None
+        failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
         result = verdict(case, Run() if failed else self.expected(case), actual)
         if graded:
             self.report.results.append(result)
+        if result.status is Status.NOT_GRADED:
+            pytest.skip(result.message)  # not a failure of what the case tests: its own status
         if not result.passed:
             pytest.fail(result.message, pytrace=False)
 

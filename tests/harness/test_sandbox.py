@@ -70,6 +70,7 @@ GOOD = {
     "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None, "rule": None}],
     "failure": None,
     "output": "",
+    "missing": [],
 }
 
 
@@ -100,6 +101,9 @@ def test_a_well_formed_run_parses():
         with_(failure={"type": "X", "message": 3, "where": None}),
         with_(failure={"type": "X", "message": "m", "where": ["f", "1", "g"]}),
         with_(output=None),
+        with_(missing=None),
+        with_(missing=[3]),
+        with_(missing=["tanh"] * 1000),
     ],
 )
 def test_anything_unexpected_is_malformed(message):
