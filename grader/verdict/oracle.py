@@ -158,6 +158,11 @@ class Oracle:
             self.seconds[case.id] = time.perf_counter() - started
         return self._runs[case.id]
 
+    def needs(self, case: Case) -> set[str]:
+        """What the case needs, in its assignment's words: the ops it applied on PyTorch
+        and those it declares. A scope decides from this whether the case is graded."""
+        return {*case.needs, *self.expected(case).needs}
+
     def prepare(self, cases: Iterable[Case], suites_dir: Path | None = None) -> None:
         """Have every case's expected run at hand: from the disk cache, else from PyTorch.
         The suites' directory is where the cases were written, unless given."""
