@@ -1,10 +1,10 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--scope FILE]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
-notebooks [--check]                                      write or check the nbgrader course's notebooks
+notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
 demo                                                     grade the bundled examples
 """
 
@@ -26,23 +26,40 @@ from grader.report.markdown import markdown
 from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
 from grader.sandbox import Limits
+from grader.scope import Scope, ScopeError, resolve
 from grader.verdict.oracle import Oracle, default_cache_dir
+
+
+def user_error(message: str) -> int:
+    """A mistake in what the user asked for: one line on stderr, exit status 2."""
+    print(f"grader: error: {message}", file=sys.stderr)
+    return 2
+
+
+def scopes_of(args: argparse.Namespace) -> dict[str, Scope]:
+    """The `--scope` files, and the default scope of every assignment they do not cover."""
+    suites = Path(args.suites)
+    return resolve(args.scope or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
     limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
-    request = Request(
-        suite=args.suite,
-        only=tuple(args.assignment) if args.assignment else None,
-        suites_dir=Path(args.suites),
-        sandbox=not args.in_process,
-        limits=limits,
-        visibility=args.hidden_visibility,
-    )
     try:
+        scopes = scopes_of(args)
+        request = Request(
+            suite=args.suite,
+            only=tuple(args.assignment) if args.assignment else None,
+            suites_dir=Path(args.suites),
+            sandbox=not args.in_process,
+            limits=limits,
+            visibility=args.hidden_visibility,
+            scopes=scopes,
+        )
         report = grade_submission(args.submission, request, oracle)
+    except ScopeError as exc:
+        return user_error(str(exc))
     except Exception:  # the grader's own failure, not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
@@ -75,14 +92,18 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     from grader.authoring.notebooks import check, generate
 
     reference, suites, course = Path(args.reference), Path(args.suites), Path(args.course)
+    try:
+        scopes = scopes_of(args)
+    except ScopeError as exc:
+        return user_error(str(exc))
     if args.check:
-        problems = check(reference, suites, course)
+        problems = check(reference, suites, course, scopes=scopes)
         for problem in problems:
             print(problem)
         if problems:
             print("the course's notebooks are out of date: run `python -m grader notebooks`", file=sys.stderr)
         return 1 if problems else 0
-    for path in generate(reference, suites, course):
+    for path in generate(reference, suites, course, scopes=scopes):
         print(f"wrote {path}")
     return 0
 
@@ -91,6 +112,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
     return run_demo()
+
+
+SCOPE_HELP = (
+    "a scope file (TOML): the ops and topics graded and their points; assignments it does not "
+    "cover keep grader/assignments/<name>/scope.toml (repeatable)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
     p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
@@ -142,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=str(REPO / "reference"))
     p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument("--course", default=str(REPO / "assignments"))
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_notebooks)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +27,7 @@ from grader.case.run import Run, run_case
 from grader.case.worker import Bounded
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
+from grader.scope import Scope, resolve, select
 from grader.verdict import integrity
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose
@@ -270,12 +271,33 @@ class Request:
     limits: Limits = field(default_factory=Limits)
     keep: Callable[[Case], bool] | None = None
     visibility: str = DEFAULT_HIDDEN_VISIBILITY
+    #: each assignment's scope (`grader.scope.resolve`); None: the defaults, for the shipped suites
+    scopes: Mapping[str, Scope] | None = field(default=None, compare=False)
 
 
-def select_cases(directory: Path, request: Request) -> list[Case]:
+def default_scopes(suites_dir: Path) -> dict[str, Scope]:
+    """The assignments' own scope files, which describe the shipped suites (not others)."""
+    return resolve([], suites_dir, shipped=Path(suites_dir).resolve() == SUITES_DIR.resolve())
+
+
+def needs_from(oracle: Oracle) -> Callable[[list[Case]], dict[str, set[str]]]:
+    """What each case needs, from its run on PyTorch (the disk cache, else PyTorch itself)."""
+
+    def needs(cases: list[Case]) -> dict[str, set[str]]:
+        oracle.prepare(cases)
+        return {case.id: oracle.needs(case) for case in cases}
+
+    return needs
+
+
+def select_cases(directory: Path, request: Request, oracle: Oracle | None = None) -> list[Case]:
+    """The cases to grade: of the assignments asked for, in the suites asked for, kept by
+    `request.keep`, and in scope (with their points scaled). Out of scope: not run, not counted."""
     names = choose_assignments(Path(directory), request.only)
     found = collect(request.suites_dir, names, suites_for(request.suite))
-    return [case for case in found if request.keep is None or request.keep(case)]
+    kept = [case for case in found if request.keep is None or request.keep(case)]
+    scopes = request.scopes if request.scopes is not None else default_scopes(request.suites_dir)
+    return select(kept, scopes, needs_from(oracle or Oracle(default_cache_dir())))
 
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
@@ -291,5 +313,5 @@ def grade_submission(
     """The whole pipeline for one submission, as `grader grade` runs it."""
     request = request or Request()
     oracle = oracle or Oracle(default_cache_dir())
-    cases = select_cases(Path(submission), request)
+    cases = select_cases(Path(submission), request, oracle)
     return grade(submission, cases, oracle, engine_for(request, oracle), request.visibility)

@@ -5,6 +5,7 @@ Enable it with `pytest_plugins = ["grader.plugin"]` in a conftest.py. It adds
     --impl DIR        the submission the suites grade (default: the `grader_impl` ini
                       value, else `reference/` next to the tests)
     --suite NAME      public (default), hidden or all
+    --scope FILE      a scope file (`grader.scope`): out-of-scope cases are deselected
 
 and the markers `points(n)`, `topic(name)`, `assignment(name)` and `hidden`. Every graded
 case runs on the submission and on PyTorch; a failure shows the diagnostic, not a traceback.
@@ -20,9 +21,10 @@ import pytest
 from grader.case.define import Case
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
-from grader.pipeline import InProcessEngine, verdict
+from grader.pipeline import SUITES_DIR, InProcessEngine, default_scopes, verdict
 from grader.report.model import Report, Status
 from grader.report.terminal import topic_lines
+from grader.scope import Scope, ScopeError, load, select
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -37,6 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run PyTorch for every case instead of reading its results from the disk cache",
     )
+    group.addoption(
+        "--scope",
+        metavar="FILE",
+        action="append",
+        help="a scope file (TOML): the ops and topics graded and their points (repeatable)",
+    )
     parser.addini("grader_impl", "default submission directory, relative to the rootdir", default="reference")
 
 
@@ -45,7 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "topic(name): the row of the score table")
     config.addinivalue_line("markers", "assignment(name): micrograd or needle")
     config.addinivalue_line("markers", "hidden: part of the hidden suite (runs with --suite hidden/all)")
-    config.stash[_STATE] = _State(config)
+    try:
+        scopes = [scope for path in config.getoption("--scope") or [] for scope in load(path, SUITES_DIR)]
+    except ScopeError as exc:
+        pytest.exit(f"grader: error: {exc}", returncode=2)
+    config.stash[_STATE] = _State(config, scopes)
     config.pluginmanager.register(config.stash[_STATE], "grader-state")
 
 
@@ -64,8 +76,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 class _State:
     """What a run needs once: the submission's engines, the oracle, the report."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, scopes: list[Scope] | None = None) -> None:
         self.config = config
+        #: the scopes given with --scope, which apply to every suite; each assignment they do
+        #: not cover keeps its default scope, which applies to the shipped suites
+        self.scopes = {scope.assignment: scope for scope in scopes or []}
+        self.defaults = {**default_scopes(SUITES_DIR), **self.scopes}
+        #: each graded case in scope, with its points as the scope says
+        self.scoped: dict[str, Case] = {}
         cache = None if config.getoption("--no-oracle-cache") else default_cache_dir()
         self.oracle = Oracle(cache)
         #: every collected case, by (assignment, suite, suites directory): one oracle file each
@@ -101,6 +119,7 @@ class _State:
     def check(self, case: Case, graded: bool = True) -> None:
         """Run `case`, fail the test with the diagnostic; a graded test's result goes into
         the report (an ungraded search calls this for many cases, none of them scored)."""
+        case = self.scoped.get(case.id, case)
         engine = self.engine(case.assignment)
         actual = Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case)
         # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
@@ -123,6 +142,30 @@ class _State:
             key = (cases[0].assignment, cases[0].suite, suites_dir)
             self.groups.setdefault(key, {}).update((c.id, c) for c in cases)
             self.group_of.update((c.id, key) for c in cases)
+        self.deselect_out_of_scope(items)
+
+    def deselect_out_of_scope(self, items: list[pytest.Item]) -> None:
+        """Out-of-scope cases are not run and not counted: deselected, as `--suite` does."""
+        chosen: dict[str, pytest.Item] = {}
+        by_scopes: dict[bool, list[Case]] = {True: [], False: []}
+        for item in items:
+            case = _case_of(item)
+            if case is not None:
+                chosen[case.id] = item
+                by_scopes[case.suites_dir == SUITES_DIR.resolve()].append(case)
+
+        def needs(cases: list[Case]) -> dict[str, set[str]]:
+            for case in cases:
+                self.expected(case)  # reads the whole suite's oracle file at once
+            return {case.id: self.oracle.needs(case) for case in cases}
+
+        kept = select(by_scopes[True], self.defaults, needs) + select(by_scopes[False], self.scopes, needs)
+        self.scoped = {case.id: case for case in kept}
+        drop = [item for case_id, item in chosen.items() if case_id not in self.scoped]
+        if drop:
+            self.config.hook.pytest_deselected(items=drop)
+            gone = set(map(id, drop))
+            items[:] = [item for item in items if id(item) not in gone]
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -134,6 +177,15 @@ class _State:
         for line, ok in topic_lines(self.report, self.report.results):
             tr.write_line(line, green=ok, red=not ok)
         tr.write_line(f"Score: {self.report.score:g}/{self.report.max_score:g} points", bold=True)
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    """The graded case a collected test runs (None for a test that is not one)."""
+    cases = getattr(getattr(item, "function", None), "__grader_cases__", None)
+    if not cases:
+        return None
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("_case", cases[0]) if callspec is not None else cases[0]
 
 
 _STATE = pytest.StashKey[_State]()

@@ -60,6 +60,9 @@ OP_CLASSES = (
     "MatMul",
 )
 
+#: the ops a needle case may need: its op classes (what a scope file lists, and what "not
+#: graded: needs Tanh" names)
+OPS = OP_CLASSES
 #: what every case about accumulation, depth and higher-order gradients can be written with
 CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summation", "MatMul")
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
