@@ -27,9 +27,9 @@ from typing import Any
 from grader import assignments
 from grader.case import hang, seccomp
 from grader.case.define import collect
-from grader.case.loading import SubmissionError
+from grader.case.loading import SubmissionError, running
 from grader.case.run import run_case
-from grader.case.wire import MAX_TEXT, encode, run_to_wire
+from grader.case.wire import MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
 
@@ -126,16 +126,18 @@ def main(argv: list[str]) -> None:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
     hang.disarm()
-    channel.send({"kind": "ready"})
+    told = len(modules.notes)
+    channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
     for case_id in ids:
         case = cases[case_id]
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
             run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
         hang.disarm()
         run.output = buffer.getvalue()
+        run.notes, told = modules.notes[told:], len(modules.notes)
         channel.send(run_to_wire(case_id, run))
         channel.wait()
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads

@@ -27,7 +27,7 @@ from grader.case.quantity import MalformedResult
 from grader.case.run import Run
 from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
-from grader.sandbox.protocol import parse_run
+from grader.sandbox.protocol import parse_notes, parse_run
 from grader.sandbox.root import SandboxError, build
 from grader.verdict.integrity import Finding, loaded_libraries
 
@@ -119,6 +119,8 @@ class SandboxEngine:
         #: paths covered)
         self.confined = self.isolation != "none"
         self.flags: dict[str, Finding] = {}
+        #: what loading the submission noted (stand-ins for absent modules, a failed __init__.py)
+        self.notes: list[str] = []
         self.timeouts: dict[str, float] = {}
         #: (file, function) -> how many cases hung there
         self.hangs: Counter[tuple[str, str]] = Counter()
@@ -231,6 +233,11 @@ class SandboxEngine:
             loaded = self._wait(worker, self.limits.timeout, work)
         except Fault as fault:
             loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
+        if loaded.get("kind") == "ready":
+            try:
+                self._note([self._local(n, work) for n in parse_notes(loaded.get("notes", []))])
+            except MalformedResult:
+                loaded = {"kind": "load_error", "message": f"importing {assignment} failed: malformed notes"}
         if loaded.get("kind") != "ready":
             message = loaded.get("message") if loaded.get("kind") == "load_error" else None
             if type(message) is not str:
@@ -244,8 +251,10 @@ class SandboxEngine:
             return []
         worker.proceed()
         for i, case in enumerate(cases):
+            started = time.monotonic()
             try:
                 run = parse_run(self._wait(worker, self._timeout(case), work), case.id)
+                run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
                 reason = (
                     str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
@@ -263,8 +272,13 @@ class SandboxEngine:
                     return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run
+            self._note([self._local(n, work) for n in run.notes])
             worker.proceed()
         return []
+
+    def _note(self, notes: list[str]) -> None:
+        """Loading notes, once each (every worker loads the submission anew)."""
+        self.notes += [note for note in notes if note not in self.notes]
 
     def _local(self, text: str, work: Path) -> str:
         """Messages name the submission's own directory, as the in-process path does."""
