@@ -20,8 +20,10 @@ MAX_MESSAGE = 8 << 20
 MAX_TEXT = 4000
 #: "not graded: needs tanh": how many op names a run may report missing, and how long each
 MAX_MISSING, MAX_NAME = 32, 40
+#: notes on loading the submission, per message: how many, how long each
+MAX_NOTES, MAX_NOTE = 8, 600
 #: what each node of a tape carries (see `Backend.read`)
-TAPE_KEYS = ("value", "grad", "rule")
+TAPE_KEYS = ("value", "grad", "rule", "parts", "passes", "requires_grad")
 
 
 def encode(obj: dict[str, Any]) -> bytes:
@@ -44,4 +46,5 @@ def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
         "failure": run.failure.to_plain() if run.failure else None,
         "output": run.output[:MAX_TEXT],
         "missing": [name[:MAX_NAME] for name in run.missing[:MAX_MISSING]],
+        "notes": [note[:MAX_NOTE] for note in run.notes[:MAX_NOTES]],
     }

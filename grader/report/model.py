@@ -53,6 +53,7 @@ class CaseResult:
     description: str = ""
     #: what a not-graded case needs that the submission does not have
     missing: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # how long the case ran on the submission
 
     @property
     def passed(self) -> bool:

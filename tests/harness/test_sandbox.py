@@ -17,7 +17,7 @@ import pytest
 from grader.case import hang
 from grader.case.define import collect
 from grader.case.quantity import MalformedResult, Quantity
-from grader.case.wire import encode
+from grader.case.wire import TAPE_KEYS, encode
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
@@ -67,9 +67,15 @@ GOOD = {
     "kind": "run",
     "id": "c",
     "results": {"a": {"data": [1.0], "shape": [], "dtype": "float64"}, "a.grad": None},
-    "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None, "rule": None}],
+    "tape": [
+        {
+            "value": {"data": [1.0], "shape": [], "dtype": "float64"},
+            **dict.fromkeys(TAPE_KEYS[1:]),
+        }
+    ],
     "failure": None,
     "output": "",
+    "notes": [],
     "missing": [],
 }
 
@@ -343,8 +349,8 @@ def test_command_line_writes_gradescope_results_and_feedback(tmp_path, oracle):
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     data = json.loads(results.read_text())
-    assert {"score", "max_score", "execution_time", "tests"} <= set(data)
-    assert data["score"] == 5 and data["max_score"] == 8
+    assert {"score", "execution_time", "tests", "extra_data"} <= set(data)
+    assert data["score"] == 5 and data["extra_data"]["max_score"] == 8
     for test in data["tests"]:
         assert {"name", "score", "max_score", "status", "output", "tags", "visibility"} <= set(test)
     hidden = [t for t in data["tests"] if "hidden" in t["tags"]]
