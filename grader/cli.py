@@ -255,14 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
     )
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
-    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
-
     p.add_argument(
         "--suites",
         metavar="DIR",
         help=f"the graded suites (default ${SUITES_ENV}, else the kit's tests/)",
     )
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
