@@ -5,7 +5,12 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check]                                      write or check the nbgrader course's notebooks
+gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
+autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
+grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
+                                                         grade a class into a gradebook (grader.classgrade)
+merge OUT SHARD.db...                                    combine shard gradebooks
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from grader.report.gradescope import gradescope, write_json, write_text
 from grader.report.markdown import markdown
 from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
-from grader.sandbox import Limits
+from grader.sandbox import Limits, SandboxError
+from grader.sandbox.engine import resolve_user
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -102,11 +108,16 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox=not args.in_process,
         limits=limits,
         visibility=args.hidden_visibility,
+        user=args.user,
     )
     if not select_cases(submission, request):
         raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
+        resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
         report = grade_submission(args.submission, request, oracle)
+    except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
     except Exception:  # the grader's own failure, not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
@@ -154,6 +165,35 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gradescope(args: argparse.Namespace) -> int:
+    from grader.authoring.gradescope_zip import BuildError, Settings, build
+
+    settings = Settings(
+        assignments=list(args.assignment or NAMES),
+        suite=args.suite,
+        visibility=args.hidden_visibility,
+        user=args.user,
+        timeout=args.timeout,
+        budget=args.budget,
+        memory=args.memory,
+    )
+    settings.run_seconds = args.run_seconds
+    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    try:
+        out = build(Path(args.out), settings, Path(args.suites), oracle=oracle)
+    except BuildError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): upload it as the assignment's autograder")
+    return 0
+
+
+def cmd_autograde(args: argparse.Namespace) -> int:
+    from grader.autograder import main as autograde
+
+    return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -192,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="MiB per worker (default %(default)s, at least 256)",
     )
     p.add_argument("--in-process", action="store_true", help="no sandbox: only for trusted code")
+    p.add_argument("--user", help="run the submission as this unprivileged user (the grader runs as root)")
     p.add_argument(
         "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
     )
@@ -228,8 +269,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--course", default=str(REPO / "assignments"))
     p.set_defaults(func=cmd_notebooks)
 
+    from grader.authoring.gradescope_zip import USER, Settings
+
+    zipped = Settings()
+    p = sub.add_parser("gradescope", help="build the autograder zip to upload to Gradescope")
+    p.add_argument("out", metavar="OUT.zip")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this (repeatable)")
+    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
+    p.add_argument("--timeout", type=float, default=zipped.timeout, help="seconds per case (%(default)s)")
+    p.add_argument("--budget", type=float, default=zipped.budget, help="seconds for all cases (%(default)s)")
+    p.add_argument(
+        "--run-seconds",
+        type=float,
+        default=zipped.run_seconds,
+        help="after this, results.json is written whatever happened (%(default)s)",
+    )
+    p.add_argument(
+        "--memory", type=int, default=zipped.memory, help="MiB per worker (%(default)s: fits in 768 MB)"
+    )
+    p.add_argument("--user", default=USER, help="the unprivileged user submissions run as (%(default)s)")
+    p.add_argument(
+        "--hidden-visibility", default="after_published", choices=VISIBILITIES, help="(%(default)s)"
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="oracle cache used while building")
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_gradescope)
+
+    p = sub.add_parser("autograde", help="grade /autograder/submission as Gradescope's run_autograder")
+    p.add_argument("--root", help="the autograder's root (default $GRADER_AUTOGRADER_ROOT or /autograder)")
+    p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
+    p.set_defaults(func=cmd_autograde)
+
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
+
+    from grader.classgrade.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

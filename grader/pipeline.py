@@ -29,7 +29,7 @@ from grader.case.worker import Bounded
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
 from grader.verdict.compare import compare
-from grader.verdict.diagnose import diagnose
+from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -97,7 +97,9 @@ class InProcessEngine:
     def run(self, case: Case) -> Run:
         buffer = Bounded()
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
+            started = time.perf_counter()
             run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
+            run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         return run
 
@@ -128,6 +130,8 @@ class SandboxRunner:
     limits: Limits = field(default_factory=Limits)
     #: directories a worker must never see (reference/, the oracle's cache, ...)
     secrets: list[Path] = field(default_factory=list)
+    #: the unprivileged user workers run as (the grader must be root), or None
+    user: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -135,7 +139,7 @@ class SandboxRunner:
         if len(suites) > 1:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
-        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets)
+        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
         runs = engine.run_all(cases, timeouts)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)
@@ -185,11 +189,11 @@ def verdict(
     mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
     status = status_of(actual, bool(mismatches))
     if actual.fault is not None:
-        message = actual.fault
+        message = actual.fault + mlp_note(expected, case.assignment)
     elif status is Status.PASSED:
         message = ""
     else:
-        message = diagnose(expected, actual, mismatches)
+        message = diagnose(expected, actual, mismatches, case.assignment)
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,
@@ -203,6 +207,7 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        seconds=actual.seconds,
     )
 
 
@@ -272,6 +277,8 @@ class Request:
     limits: Limits = field(default_factory=Limits)
     keep: Callable[[Case], bool] | None = None
     visibility: str = DEFAULT_HIDDEN_VISIBILITY
+    #: run the sandbox's workers as this unprivileged user (the grader must be root)
+    user: str | None = None
 
 
 def select_cases(directory: Path, request: Request) -> list[Case]:
@@ -284,7 +291,7 @@ def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
         return InProcessRunner()
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    return SandboxRunner(request.limits, secrets)
+    return SandboxRunner(request.limits, secrets, request.user)
 
 
 def grade_submission(

@@ -19,6 +19,7 @@ with its test's report, so the table is the same.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "topic(name): the row of the score table")
     config.addinivalue_line("markers", "assignment(name): micrograd or needle")
     config.addinivalue_line("markers", "hidden: part of the hidden suite (runs with --suite hidden/all)")
+    _keep_hypothesis_out_of_the_submission()
     config.stash[_STATE] = _State(config)
     config.pluginmanager.register(config.stash[_STATE], "grader-state")
 
@@ -90,6 +92,27 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.parent == tests and collection_path.name not in GRADED and _student_run(config):
         return True
     return None
+
+
+def _keep_hypothesis_out_of_the_submission() -> None:
+    """The random-program searches keep no example database, but hypothesis would still
+    write a `.hypothesis/` folder into the current directory (the student's): its files go
+    beside the oracle cache instead, unless HYPOTHESIS_STORAGE_DIRECTORY says where."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:
+        return
+    set_hypothesis_home_dir(default_cache_dir().parent / "hypothesis")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    """A failing random-program search shows the shrunk program; hypothesis's offer of a
+    patch that pins a `random.Random` as an explicit example would only confuse."""
+    if call.when == "teardown" and getattr(getattr(item, "function", None), "__grader_search__", False):
+        item.__dict__.pop("_hypothesis_failing_examples", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -21,7 +21,7 @@ MAX_TEXT = 4000
 #: notes on loading the submission, per message: how many, how long each
 MAX_NOTES, MAX_NOTE = 8, 600
 #: what each node of a tape carries (see `Backend.read`)
-TAPE_KEYS = ("value", "grad", "rule")
+TAPE_KEYS = ("value", "grad", "rule", "parts", "passes", "requires_grad")
 
 
 def encode(obj: dict[str, Any]) -> bytes:

@@ -108,7 +108,7 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
             parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
         for entry in tape:
             ok = type(entry) is dict and set(entry) == set(TAPE_KEYS)
-            _expect(ok, "a tape entry must be {value, grad, rule}")
+            _expect(ok, f"a tape entry must be {{{', '.join(TAPE_KEYS)}}}")
             parsed.tape.append({key: _quantity(entry[key]) for key in TAPE_KEYS})
         return parsed
     except MalformedResult:
