@@ -68,6 +68,42 @@ def _cwd_submission(config: pytest.Config) -> Path | None:
     return cwd if present_packages(cwd) else None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """`--impl DIR` with a space. Before it knew `--impl` (the plugin is installed as an
+    entry point, so it does before the options are read), pytest took DIR for a test path
+    and looked for the project's root and configuration from there: outside the project it
+    found none. Look again without DIR, as `--impl=DIR` would have. Only plugins loaded this
+    early get this hook (a conftest.py's do not)."""
+    ns = early_config.known_args_namespace
+    impl = getattr(ns, "impl", None)
+    if not impl or early_config.inipath is not None or "--impl" not in args:
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootpath, inipath, inicfg, _ = determine_setup(
+            inifile=None,
+            override_ini=ns.override_ini,
+            args=[str(a) for a in ns.file_or_dir],
+            rootdir_cmd_arg=ns.rootdir or None,
+            invocation_dir=early_config.invocation_params.dir,
+        )
+        if inipath is None:
+            return
+        early_config._rootpath, early_config._inipath, early_config._inicfg = rootpath, inipath, inicfg
+        early_config._inicache.clear()
+        parser.extra_info.update(rootdir=str(rootpath), inifile=str(inipath))
+        args[:] = early_config.getini("addopts") + args
+        ns.confcutdir = str(inipath.parent)
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:  # another pytest's internals
+        raise pytest.UsageError(
+            f"write --impl={impl} (with '='): this pytest cannot be helped ({exc})"
+        ) from exc
+
+
 def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("--impl")
     if given and not Path(given).exists():

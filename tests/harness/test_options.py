@@ -373,3 +373,24 @@ def test_the_score_table_survives_xdist(tmp_path):
         return lines[start : next(i for i, line in enumerate(lines) if line.startswith("Score:")) + 1]
 
     assert table(two.stdout) == table(one.stdout)
+
+
+def test_impl_with_a_space_works_with_the_installed_plugin(installed, tmp_path):
+    """`--impl DIR` (space) for a DIR outside the project: the plugin, installed as pytest11
+    entry point, knows the option before pytest looks for the project's root."""
+    sub = copy("micrograd", tmp_path / "sub" / "micrograd").parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(installed)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
+        return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+    listed = run("--impl", str(sub), "--co", "-q")
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
+    collected = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert collected and all(line.startswith("tests/public/") for line in collected), collected[:3]
+    graded = run("--impl", str(sub), "tests/public/micrograd/test_composite.py")
+    assert graded.returncode == 0, graded.stdout[-3000:]
+    assert f"grader: grading {sub} (micrograd: micrograd/)" in graded.stdout
+    assert f"points for {sub}" in graded.stdout
