@@ -37,11 +37,11 @@ def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     seen = {id(out)}
     stack: list[tuple[Any, bool]] = [(out, False)]
     while stack:
-        node, done = stack.pop()
-        if done:
+        node, expanded = stack.pop()
+        if expanded:
             order.append(node)
             continue
-        stack.append((node, True))
+        stack.append((node, True))  # after its children: post-order
         for child in getattr(node, "_prev", ()) or ():
             if id(child) not in stop and id(child) not in seen:
                 seen.add(id(child))
