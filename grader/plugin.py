@@ -21,10 +21,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from grader import intake
 from grader.case.define import Case
 from grader.case.loading import SubmissionError, locate_assignment, present_packages
 from grader.case.run import Run
@@ -50,6 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 #: a graded test's result, in its report's user_properties (how it reaches xdist's controller)
 RESULT = "grader-result"
+#: what loading the submission noted (a stand-in for an absent module), the same way
+NOTES = "grader-notes"
 #: the graded suites' folders under the tests directory; the rest is the grader's own tests
 GRADED = ("public", "hidden")
 
@@ -176,9 +180,16 @@ class _State:
         self.prepared: set[tuple[str, str, Path]] = set()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
         self.report = Report(str(self.impl))
+        #: a zipped submission's unpacked copy, removed when the run ends
+        self.unpacked = ExitStack()
+        self._directory: Path | None = None
+        #: why the submission cannot be read at all (a hostile zip), if it cannot
+        self.refused: str | None = None
 
     @property
     def impl(self) -> Path:
+        """The submission as given: --impl, else the current directory when it holds one,
+        else the `grader_impl` ini value."""
         given = self.config.getoption("--impl")
         if given:
             return Path(given).resolve()
@@ -187,17 +198,34 @@ class _State:
             or (Path(self.config.rootpath) / self.config.getini("grader_impl")).resolve()
         )
 
+    @property
+    def directory(self) -> Path:
+        """The directory graded: `impl`, or a zip's unpacked copy."""
+        if self._directory is None:
+            try:
+                self._directory = intake.prepare(self.impl, self.unpacked)
+            except intake.IntakeError as exc:  # every case says why
+                self._directory, self.refused = self.impl, str(exc)
+        return self._directory
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.unpacked.close()
+
     def graded(self) -> str:
         """`/path/sub (micrograd: hw/micrograd/, needle: python/needle/)`: what is graded."""
         found = []
-        for name in present_packages(self.impl) if self.impl.is_dir() else []:
-            found.append(f"{name}: {locate_assignment(self.impl, name).describe()}")
+        for name in present_packages(self.directory):
+            found.append(f"{name}: {locate_assignment(self.directory, name).describe()}")
         return f"{self.impl} ({', '.join(found) or 'no package found'})"
 
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
         if assignment not in self.engines:
             try:
-                self.engines[assignment] = InProcessEngine(self.impl, assignment)
+                directory = self.directory
+                if self.refused:
+                    raise SubmissionError(self.refused)
+                self.engines[assignment] = InProcessEngine(directory, assignment)
             except SubmissionError as exc:
                 self.engines[assignment] = exc
         return self.engines[assignment]
@@ -216,6 +244,8 @@ class _State:
         What the submission printed goes to stdout: pytest shows it on failure, `-s` always."""
         engine = self.engine(case.assignment)
         actual = Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case)
+        if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
+            properties.append((NOTES, engine.notes))
         if actual.output:
             sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
         # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
@@ -234,6 +264,8 @@ class _State:
         for key, value in report.user_properties:
             if key == RESULT:
                 self.report.results.append(CaseResult(**{**value, "status": Status(value["status"])}))
+            elif key == NOTES:
+                self.report.notes += [note for note in value if note not in self.report.notes]
 
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> str | None:
@@ -257,6 +289,8 @@ class _State:
         tr = terminalreporter
         tr.section("score")
         tr.write_line(f"submission: {self.graded()}")
+        for note in self.report.notes:
+            tr.write_line(f"note: {note}", yellow=True)
         for line, ok in topic_lines(self.report, self.report.results):
             tr.write_line(line, green=ok, red=not ok)
         tr.write_line(

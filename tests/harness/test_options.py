@@ -394,3 +394,37 @@ def test_impl_with_a_space_works_with_the_installed_plugin(installed, tmp_path):
     assert graded.returncode == 0, graded.stdout[-3000:]
     assert f"grader: grading {sub} (micrograd: micrograd/)" in graded.stdout
     assert f"points for {sub}" in graded.stdout
+
+
+def test_pytest_grades_a_zip_and_names_a_missing_optional_import(tmp_path):
+    package = copy("micrograd", tmp_path / "src" / "hw1" / "micrograd")
+    engine = package / "engine.py"
+    engine.write_text("from beartype import beartype  # noqa\n" + engine.read_text())
+    archive = shutil.make_archive(str(tmp_path / "sub"), "zip", tmp_path / "src")
+    done = pytest_run(COMPOSITE, f"--impl={archive}", "-p", "no:cacheprovider")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "micrograd: hw1/micrograd/" in done.stdout
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "micrograd imports beartype, which is not installed" in notes[0], notes
+
+
+def test_pytest_says_a_missing_impl_is_missing(tmp_path):
+    done = pytest_run(f"--impl={tmp_path / 'nowhere'}", "-p", "no:cacheprovider")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"--impl {tmp_path / 'nowhere'}: no such file or directory" in done.stderr
+
+
+def test_pytest_with_no_arguments_from_a_submission_inside_the_kit_runs_the_suites(tmp_path):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    for name in ("pyproject.toml", "conftest.py"):
+        shutil.copy(REPO / name, kit / name)
+    (kit / "tests" / "public" / "micrograd").mkdir(parents=True)
+    shutil.copy(COMPOSITE, kit / "tests" / "public" / "micrograd")
+    (kit / "tests" / "harness").mkdir()
+    (kit / "tests" / "harness" / "test_never.py").write_text("def test_never():\n    assert False\n")
+    mine = copy("micrograd", kit / "mine" / "micrograd").parent
+    done = pytest_run("-p", "no:cacheprovider", cwd=mine)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"grader: grading {mine} (micrograd: micrograd/)" in done.stdout
+    assert f"points for {mine}" in done.stdout and "4 passed" in done.stdout
