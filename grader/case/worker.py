@@ -1,6 +1,6 @@
 """The sandbox worker: runs cases on the submission and sends back plain numbers.
 
-Started by the grader as `python -I -S -c BOOT LIB FD JOB` in a private copy of the
+Started by the grader as `python -s -P -S -c BOOT LIB FD JOB` in a private copy of the
 submission, with only the stdlib, numpy and LIB (a copy of the few grader modules it
 needs and of the suite files) importable. It never sees an expected value: it gets case
 ids, collects those cases itself, runs them, and writes one message per case to the pipe

@@ -7,6 +7,7 @@ are graded in the sandbox too.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import zipfile
 from pathlib import Path
@@ -176,7 +177,7 @@ def test_nothing_found_says_what_was_found_and_where(tmp_path, oracle):
     message = report.results[0].message
     assert "no package 'micrograd'" in message and "it holds: engine.py, hw/, notes.txt" in message
     assert "engine.py belongs in a folder named micrograd/" in message
-    assert report.score == 0 and all(r.message == message for r in report.results)
+    assert report.score == 0 and all(r.message.startswith(message) for r in report.results)
 
 
 # ---- the submission's root and optional imports ----
@@ -194,6 +195,9 @@ def test_a_stand_in_module_at_the_root_is_imported(tmp_path, oracle, sandbox):
 
 @pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
 def test_a_missing_optional_import_is_named_and_costs_nothing_unused(tmp_path, oracle, sandbox):
+    assert importlib.util.find_spec("beartype") is None, (
+        "beartype is installed here: the test needs it absent"
+    )
     package = copy("micrograd", tmp_path / "micrograd")
     engine = package / "engine.py"
     text = engine.read_text().replace("    def relu(self):", "    @beartype\n    def relu(self):")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd.backend import OPS, Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -16,6 +17,25 @@ MAX_OP_NODES = 10_000
 
 def _number(x: Any) -> float:
     return float(x)
+
+
+#: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
+ATTRIBUTES = {
+    "add": "__add__", "radd": "__radd__", "sub": "__sub__", "rsub": "__rsub__",
+    "mul": "__mul__", "rmul": "__rmul__", "truediv": "__truediv__", "rtruediv": "__rtruediv__",
+    "pow": "__pow__", "neg": "__neg__",
+}  # fmt: skip
+
+
+def _probe(op: str, v: Any) -> Any:
+    """Apply `op` forward to the Value `v` (and the number 2.0, on the side the op says)."""
+    if op == "pow":
+        return v**2
+    if op == "neg":
+        return -v
+    if op in OPERATORS:
+        return OPERATORS[op](v, 2.0)
+    return getattr(v, op)()
 
 
 def requires_grad(raw: Any) -> Quantity | None:
@@ -36,11 +56,11 @@ def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     seen = {id(out)}
     stack: list[tuple[Any, bool]] = [(out, False)]
     while stack:
-        node, done = stack.pop()
-        if done:
+        node, expanded = stack.pop()
+        if expanded:
             order.append(node)
             continue
-        stack.append((node, True))
+        stack.append((node, True))  # after its children: post-order
         for child in getattr(node, "_prev", ()) or ():
             if id(child) not in stop and id(child) not in seen:
                 seen.add(id(child))
@@ -53,6 +73,66 @@ def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
 #: each module a case may need -> what it defines (found in the package itself when the
 #: submission has no such module: a single micrograd.py, or everything in __init__.py)
 PROVIDES = {"engine": "Value", "nn": "MLP"}
+
+
+class OrderedChildren(set):
+    """A node's `_prev` that iterates in a fixed order: the same set, compared, tested and
+    counted as before, but `for child in node._prev` no longer follows memory addresses.
+
+    A plain set of Values iterates in the order of their addresses, so a backward() whose
+    result depends on the order it visits a node's inputs (a rule that assigns where it should
+    add, a sort that is not topological) would pass or fail a case by the luck of the heap,
+    and a regrade could change a grade. A correct engine gives the same gradients in any
+    order, so fixing one costs it nothing. Should the submission change the set afterwards,
+    it iterates as a plain set again.
+    """
+
+    __slots__ = ("order",)
+
+    def __init__(self, order: list[Any]) -> None:
+        super().__init__(order)
+        self.order = order
+
+    def __iter__(self) -> Iterator[Any]:
+        if len(self.order) == len(self) and all(child in self for child in self.order):
+            return iter(self.order)
+        return super().__iter__()
+
+
+def _tie_break(raw: Any) -> tuple[str, str]:
+    """How children that no case named are ordered: by op and value, never by address."""
+    return (str(getattr(raw, "_op", "")), repr(getattr(raw, "data", None)))
+
+
+def _order_key(raw: Any, known: dict[int, int]) -> tuple[int, int, str, str]:
+    index = known.get(id(raw))
+    return (0, index, "", "") if index is not None else (1, 0, *_tie_break(raw))
+
+
+def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
+    """Give every node reachable from `root` through `_prev` an `OrderedChildren`: children the
+    case built come in the order it built them (`known`: id -> tape index), the nodes the
+    engine made on its own (say `b * -1` inside `a - b`) after them, by op and value. Sets of
+    one child need no order. Nodes whose `_prev` is not a plain set are walked, not changed."""
+    seen, stack = {id(root)}, [root]
+    while stack:
+        node = stack.pop()
+        prev = getattr(node, "_prev", None)
+        try:
+            if type(prev) is set and len(prev) > 1:
+                order = sorted(prev, key=lambda c: _order_key(c, known))
+                node._prev = OrderedChildren(order)
+                children = order
+            elif isinstance(prev, (set, frozenset, list, tuple)):
+                children = list(prev)
+            else:
+                continue
+        except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
+            continue
+        for child in children:
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
 
 
 class MicrogradBackend(ScalarBackend):
@@ -92,8 +172,27 @@ class MicrogradBackend(ScalarBackend):
     def make_value(self, x: float) -> Any:
         return self.Value(x)
 
+    def lacking(self, needs) -> list[str]:
+        """An op is lacking when `Value` has no such method or operator, or when applying it
+        to a fresh Value raises NotImplementedError in its forward computation. Only the
+        forward runs: a rule (`_backward`) that raises, as the untouched template's do, is
+        not looked at here, so it fails its cases instead of leaving them ungraded."""
+        return [need for need in needs if need in OPS and self._lacks(need)]
+
+    def _lacks(self, op: str) -> bool:
+        if getattr(self.Value, ATTRIBUTES.get(op, op), None) is None:
+            return True
+        try:
+            _probe(op, self.Value(1.5))
+        except NotImplementedError:
+            return True
+        except Exception:  # it exists and fails otherwise: its cases say how
+            return False
+        return False
+
     def backward(self, node) -> None:
         self.tape.mark_output(node)
+        fix_visiting_order(node.raw, {id(n.raw): n.index for n in self.tape.nodes})
         node.raw.backward()
         self.snapshot()
 

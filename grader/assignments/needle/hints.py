@@ -7,6 +7,7 @@ hints.py has the same names (an empty string where a hint does not apply).
 from collections.abc import Sequence
 from typing import Any
 
+from grader.assignments.needle.backend import NEEDLE_CLASSES
 from grader.case.trace import NodeRef
 
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
@@ -54,39 +55,6 @@ HIGHER_ORDER = (
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
 )
 MLP = ""
-
-
-#: the op a case-facing name builds in needle: (with a tensor operand, with a number)
-NEEDLE_CLASSES = {
-    "add": ("EWiseAdd", "AddScalar"),
-    "radd": ("EWiseAdd", "AddScalar"),
-    "sub": ("EWiseAdd and Negate", "AddScalar"),
-    "rsub": ("AddScalar and Negate", "AddScalar and Negate"),
-    "mul": ("EWiseMul", "MulScalar"),
-    "rmul": ("EWiseMul", "MulScalar"),
-    "multiply": ("EWiseMul", "EWiseMul"),
-    "mul_scalar": ("MulScalar", "MulScalar"),
-    "truediv": ("EWiseDiv", "DivScalar"),
-    "rtruediv": ("PowerScalar and MulScalar", "PowerScalar and MulScalar"),
-    "divide": ("EWiseDiv", "EWiseDiv"),
-    "divide_scalar": ("DivScalar", "DivScalar"),
-    "pow": ("EWisePow", "PowerScalar"),
-    "power": ("EWisePow", "EWisePow"),
-    "power_scalar": ("PowerScalar", "PowerScalar"),
-    "add_scalar": ("AddScalar", "AddScalar"),
-    "neg": ("Negate", "Negate"),
-    "negate": ("Negate", "Negate"),
-    "exp": ("Exp", "Exp"),
-    "log": ("Log", "Log"),
-    "relu": ("ReLU", "ReLU"),
-    "tanh": ("Tanh", "Tanh"),
-    "matmul": ("MatMul", "MatMul"),
-    "sum": ("Summation", "Summation"),
-    "summation": ("Summation", "Summation"),
-    "reshape": ("Reshape", "Reshape"),
-    "broadcast_to": ("BroadcastTo", "BroadcastTo"),
-    "transpose": ("Transpose", "Transpose"),
-}
 
 
 def op_class(op: str, inputs: Sequence[Any]) -> str | None:
