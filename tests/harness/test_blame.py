@@ -289,3 +289,19 @@ def test_needle_leaves_without_requires_grad_are_said_to_get_no_gradient(cases, 
     assert {i: m for i, m in messages.items() if m.startswith("wrong gradient from")} == {}
     add = messages["needle/test_ops::op_backward[add]"]
     assert add.startswith("the leaves a, b received no gradient"), add
+
+
+# ---- the words: one hints.py per assignment, the same names in each ----
+
+
+def test_every_assignment_has_the_same_hints():
+    from grader.assignments import NAMES
+    from grader.assignments.micrograd.backend import _Leaf, _parts
+    from grader.verdict.diagnose import hints_for
+
+    public = {name: {n for n in vars(hints_for(name)) if n.isupper() or n == "op_class"} for name in NAMES}
+    assert len({frozenset(names) for names in public.values()}) == 1, public
+    built = hints_for("micrograd").BUILT_FROM
+    for op, parts in built.items():
+        probed = _parts(op, [_Leaf(0, 2.0), _Leaf(1, 3.0)]) or _parts(op, [_Leaf(0, 2.0), 3.0])
+        assert [p for p, _ in probed] == [p for p, _ in parts], op

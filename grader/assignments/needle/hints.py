@@ -7,7 +7,7 @@ hints.py has the same names (an empty string where a hint does not apply).
 from collections.abc import Sequence
 from typing import Any
 
-from grader.assignments.needle.backend import NEEDLE_CLASSES
+from grader.assignments.needle.backend import NEEDLE_CLASSES as _CLASSES
 from grader.case.trace import NodeRef
 
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
@@ -59,7 +59,7 @@ MLP = ""
 
 def op_class(op: str, inputs: Sequence[Any]) -> str | None:
     """The needle op class(es) behind a tape step, for messages: `a / b` is EWiseDiv."""
-    pair = NEEDLE_CLASSES.get(op)
+    pair = _CLASSES.get(op)
     if pair is None:
         return None
     nodes = sum(isinstance(r, NodeRef) for r in inputs)
