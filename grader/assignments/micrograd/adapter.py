@@ -48,25 +48,32 @@ def requires_grad(raw: Any) -> Quantity | None:
 
 
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
-    """The nodes an op created, between its output and its inputs, in topological order
-    (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
-    running only `out._backward` would leave its inputs without a gradient."""
+    """The nodes an op created, between its output and its inputs, each after every node
+    that uses it (`out` first): the order to run their rules in. An op built from other ops
+    (`tanh` as `(e - n) / (e + n)`) has several: running only `out._backward` would leave
+    its inputs without a gradient."""
     stop = {id(x) for x in inputs}
-    order: list[Any] = []
-    seen = {id(out)}
-    stack: list[tuple[Any, bool]] = [(out, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        stack.append((node, True))  # after its children: post-order
-        for child in getattr(node, "_prev", ()) or ():
-            if id(child) not in stop and id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, False))
-        if len(seen) > MAX_OP_NODES:
+    children = lambda node: [c for c in getattr(node, "_prev", ()) or () if id(c) not in stop]
+    nodes, frontier = {id(out): out}, [out]
+    while frontier:
+        for child in children(frontier.pop()):
+            if id(child) not in nodes:
+                nodes[id(child)] = child
+                frontier.append(child)
+        if len(nodes) > MAX_OP_NODES:
             return [out]
+    waiting = dict.fromkeys(nodes, 0)  # consumers whose rule has not run yet
+    for node in nodes.values():
+        for child in children(node):
+            waiting[id(child)] += 1
+    order, ready = [], [out]  # Kahn's order from the output
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for child in children(node):
+            waiting[id(child)] -= 1
+            if waiting[id(child)] == 0:
+                ready.append(child)
     return order
 
 
@@ -215,7 +222,7 @@ class MicrogradBackend(ScalarBackend):
     def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
         """Run the rules of every node the op created, from `out` back to `inputs`."""
         out.grad = out_grad
-        for node in reversed(op_nodes(out, inputs)):
+        for node in op_nodes(out, inputs):
             node._backward()
 
     def value_of(self, raw: Any) -> Quantity:

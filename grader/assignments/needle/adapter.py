@@ -302,22 +302,24 @@ class NeedleBackend(TensorBackend):
         """Run the gradient rules of the nodes `out`'s op built, back to `leaves`, adding
         the partial adjoints here (in NumPy), so that only the rules are on trial."""
         stop = {id(leaf) for leaf in leaves}
-        order, seen, stack = [], {id(out)}, [(out, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            stack.append((node, True))
-            for inp in node.inputs if id(node) not in stop else ():
-                if id(inp) not in seen:
-                    seen.add(id(inp))
-                    stack.append((inp, False))
-            if len(seen) > MAX_OP_NODES:
+        nodes, frontier = {id(out): out}, [out]
+        while frontier:  # every node between out and the leaves
+            node = frontier.pop()
+            for inp in () if id(node) in stop else node.inputs:
+                if id(inp) not in nodes:
+                    nodes[id(inp)] = inp
+                    frontier.append(inp)
+            if len(nodes) > MAX_OP_NODES:
                 raise ValueError("the op built too many nodes")
+        waiting = dict.fromkeys(nodes, 0)  # how many consumers have not sent their adjoint yet
+        for key, node in nodes.items():
+            for inp in () if key in stop else node.inputs:
+                waiting[id(inp)] += 1
         adjoints: dict[int, list[np.ndarray]] = {id(out): [out_grad]}
-        for node in reversed(order):
-            if id(node) in stop or node.op is None or id(node) not in adjoints:
+        ready = [out]  # Kahn's order from the output: a node once all its consumers are done
+        while ready:
+            node = ready.pop()
+            if id(node) in stop or node.op is None:
                 continue
             total = sum(adjoints[id(node)][1:], adjoints[id(node)][0])
             given = self.Tensor(np.asarray(total, dtype=_data(node).dtype), requires_grad=False)
@@ -326,6 +328,9 @@ class NeedleBackend(TensorBackend):
                 if not isinstance(g, self.Tensor):
                     raise GradientTypeError(node.op, g)
                 adjoints.setdefault(id(inp), []).append(_data(g))
+                waiting[id(inp)] -= 1
+                if waiting[id(inp)] == 0:
+                    ready.append(inp)
         return [
             sum(adjoints[id(leaf)][1:], adjoints[id(leaf)][0])
             if id(leaf) in adjoints
