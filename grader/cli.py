@@ -52,9 +52,11 @@ def writable(path: str, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{option} {path}: is a directory")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer creates the missing folders: they go here
     if not parent.is_dir():
-        raise UserError(f"{option} {path}: the directory {parent} does not exist")
+        raise UserError(f"{option} {path}: {parent} is not a directory")
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"{option} {path}: not writable")
     try:  # as the writer will: a temporary file beside it, renamed
@@ -110,15 +112,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
         visibility=args.hidden_visibility,
         user=args.user,
     )
-    if not select_cases(submission, request):
-        raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
+        if not select_cases(submission, request):
+            raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
         report = grade_submission(args.submission, request, oracle)
+    except UserError:
+        raise
     except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
         print(f"grader: {exc}", file=sys.stderr)
         return 2
-    except Exception:  # the grader's own failure, not the submission's
+    except Exception:  # the grader's own failure (or its suites'), not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
