@@ -3,15 +3,18 @@ Dask, layouts and exports.
 
 The class is generated (tests/harness/classroom.py): 200 students cycling through the
 reference, the template, every bug of both banks, every hostile submission and the layouts.
-To keep CI lean it is graded on a lean selection of the real suites (two cases per topic and
-suite, no deep chain or random search) with a 1 s timeout; a sample of kinds is graded alone
-with `grade` and must get the same verdicts, and every student of a kind the same ones.
+To keep CI lean it is graded on a lean selection of the real public suites (two cases per
+topic, no deep chain or random search: each submission then costs two sandbox workers) with a
+1 s timeout; the kill test grades hidden cases too. A sample of kinds is graded alone with
+`grade` and must get the same verdicts, and every student of a kind the same ones, but for the
+kinds whose verdicts are not a function of their code alone (NONDETERMINISTIC).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import operator
 import os
 import shutil
 import signal
@@ -21,6 +24,7 @@ import sys
 import time
 import zipfile
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -43,13 +47,23 @@ from tests.harness.grading import grade
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = Limits(timeout=1.0, budget=60.0, memory=512)
 SIZE = 200
+#: kinds whose verdicts may differ from one run to the next, graded alone or not: micrograd's
+#: `_prev` is a set ordered by object addresses, so when a bug makes the result depend on the
+#: order of a node's children (`=` for `+=`, a breadth-first walk) so does the verdict; a
+#: background thread races the case.
+NONDETERMINISTIC = {
+    "bug-mul-assigns",
+    "bug-add-assigns",
+    "bug-breadth-first-order",
+    "hostile-background_thread",
+}
 
 
 def lean_ids() -> set[str]:
-    """Two cases of each (assignment, suite, topic); no deep chain, no random search."""
+    """Two public cases of each (assignment, topic); no deep chain, no random search."""
     taken: dict[tuple[str, str, str], int] = defaultdict(int)
     ids = set()
-    for case in collect(SUITES_DIR, ("micrograd", "needle"), ("public", "hidden")):
+    for case in collect(SUITES_DIR, ("micrograd", "needle"), ("public",)):
         group = (case.assignment, case.suite, case.topic)
         if case.topic not in ("deep", "random") and taken[group] < 2:
             taken[group] += 1
@@ -100,7 +114,7 @@ def test_same_kind_same_verdicts(klass):
     _, students, _, book, _ = klass
     by_kind = defaultdict(list)
     for student, report in book.reports():
-        if kind_of(student) not in SLOW:  # graded once each
+        if kind_of(student) not in SLOW | NONDETERMINISTIC:  # SLOW: graded once each
             by_kind[kind_of(student)].append(verdicts(report))
     repeated = [k for k, v in by_kind.items() if len(v) > 1]
     assert len(repeated) > 20
@@ -298,10 +312,17 @@ def test_kill_9_then_resume(tmp_path):
 
 def test_a_crashing_or_overrunning_worker_is_an_error_with_its_reason(tmp_path, oracle):
     pool = ForkPool(2, deadline=2.0, preload=[])
-    finished = {f.key: f for f in pool.run(_misbehave, [("kill", "kill"), ("sleep", "sleep"), ("ok", "ok")])}
+    tasks = [  # builtins only, so that the forked process has nothing to import
+        ("kill", partial(signal.raise_signal, signal.SIGKILL)),
+        ("exit", partial(os._exit, 3)),
+        ("sleep", partial(time.sleep, 60)),
+        ("ok", partial(abs, -2)),
+    ]
+    finished = {f.key: f for f in pool.run(operator.call, tasks)}
     assert "killed by SIGKILL" in finished["kill"].fault
+    assert "exited with status 3" in finished["exit"].fault
     assert "longer than 2 s" in finished["sleep"].fault
-    assert finished["ok"].value == "fine" and finished["ok"].fault is None
+    assert finished["ok"].value == 2 and finished["ok"].fault is None
     make_class(tmp_path / "class", 1, only=["reference"])
     subs = discover(tmp_path / "class", tmp_path / "work")
     with Gradebook(tmp_path / "book.db") as book:
@@ -310,14 +331,6 @@ def test_a_crashing_or_overrunning_worker_is_an_error_with_its_reason(tmp_path, 
         assert run.failed and book.info(subs[0].student)["state"] == "error"
         assert report.score == 0 and all(r.status is Status.ERROR for r in report.results)
         assert "longer than 0.01 s" in report.results[0].message and report.errors
-
-
-def _misbehave(what: str) -> str:
-    if what == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if what == "sleep":
-        time.sleep(60)
-    return "fine"
 
 
 def test_layouts_zip_and_nbgrader(tmp_path):
