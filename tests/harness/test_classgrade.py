@@ -24,11 +24,13 @@ import sys
 import time
 import zipfile
 from collections import defaultdict
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from grader import intake
 from grader.case.define import collect
 from grader.classgrade.cli import case_chooser
 from grader.classgrade.engine import GRACE, LocalBackend, grade_class
@@ -37,7 +39,7 @@ from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.layout import LayoutError, discover
 from grader.classgrade.pool import ForkPool
 from grader.classgrade.runner import cpu_count
-from grader.pipeline import SUITES_DIR, Request
+from grader.pipeline import SUITES_DIR, Request, missing_assignments
 from grader.report.model import Status
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
@@ -349,17 +351,20 @@ def test_layouts_zip_and_nbgrader(tmp_path):
                     zf.write(path, path.relative_to(tmp_path / "src").as_posix())
     subs = {s.student: s for s in discover(archive, tmp_path / "work")}
     assert len(subs) == 3
+    expected = {
+        "reference": {"micrograd", "needle"},
+        "nested": {"micrograd"},
+        "template": {"micrograd", "needle"},
+    }
     for student, sub in subs.items():
-        expected = {
-            "reference": {"micrograd", "needle"},
-            "nested": {"micrograd"},
-            "template": {"micrograd", "needle"},
-        }
-        assert {p.name for p in sub.path.iterdir() if p.is_dir()} == expected[kind_of(student)]
+        with ExitStack() as stack:  # as the class run prepares each: a student's zip unpacked
+            directory = intake.prepare(sub.path, stack)
+            missing = missing_assignments(directory, ("micrograd", "needle"))
+            assert {"micrograd", "needle"} - set(missing) == expected[kind_of(student)], student
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../outside.py", "x = 1\n")
-    with pytest.raises(LayoutError, match="outside"):
+    with pytest.raises(LayoutError, match="leaves the archive"):
         discover(evil, tmp_path / "work2")
     assert not (tmp_path / "outside.py").exists()
     course = tmp_path / "course"
