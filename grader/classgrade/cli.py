@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
 from grader.assignments import NAMES
 from grader.case.define import Case
 from grader.classgrade.layout import Submission
@@ -126,14 +128,14 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         )
     seconds = time.perf_counter() - started
     with Gradebook(gradebook) as book:
-        progress.console.print(summary(book, run, seconds, jobs))
+        Console().print(summary(book, run, seconds, jobs))
         written = export_all(book, out)
         if args.nbgrader:
             from grader.classgrade.nbgrader import write_course_grades
 
             count = write_course_grades(root, args.nbgrader_assignment, book)
-            progress.console.print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
-    progress.console.print(f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/")
+            Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
+    Console().print(f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/")
     return 0
 
 

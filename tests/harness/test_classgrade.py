@@ -165,8 +165,11 @@ def test_unchanged_is_skipped_changed_is_regraded(klass, oracle):
     run = grade_class(again, case_chooser(REQUEST), oracle, book, LocalBackend(2, 120.0), LIMITS)
     assert list(run.graded) == [target.student]
     assert len(run.skipped) == SIZE - 1
-    fixed = run.graded[target.student]
-    assert fixed.score == fixed.max_score
+    fixed, before = run.graded[target.student], verdicts(book.report(subs[0].student))
+    assert all(r.passed for r in fixed.results if r.assignment == "micrograd")  # needle is missing
+    assert (
+        book.report(target.student).score == fixed.score and verdicts(book.report(subs[0].student)) == before
+    )
 
 
 def test_exports(klass, tmp_path):
