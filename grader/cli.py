@@ -16,6 +16,7 @@ merge OUT SHARD.db...                                    combine shard gradebook
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import signal
 import sys
@@ -111,12 +112,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
             writable(path, option)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     suites = suites_dir(args.suites, args.suite)
+    patterns = list(args.only_cases or ())
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
         suites_dir=suites,
         sandbox=not args.in_process,
         limits=limits,
+        keep=(lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)) if patterns else None,
         visibility=args.hidden_visibility,
         user=args.user,
         scopes=scopes_of(args.scope, suites),
@@ -236,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
+    p.add_argument(
+        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
+    )
     defaults = Limits()
     p.add_argument(
         "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"

@@ -142,3 +142,27 @@ def test_written_grades_export_like_autograde(course):
         write_grades(course, assignment, student, cell_scores(report.results, assignment))
     assert export(course, env, "written.csv") == rows
     assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
+
+
+def test_fast_path_exports_like_autograde(course):
+    """`grade-class --nbgrader`: the class engine grades the extracted code and writes nbgrader's
+    gradebook; `nbgrader export` then equals the export after `nbgrader autograde`."""
+    import subprocess
+
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    course, env, reports, rows = course
+    (course / "gradebook.db").unlink(missing_ok=True)  # also a half-made one
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+        command = [sys.executable, "-m", "grader", "grade-class", "--nbgrader", str(course), assignment]
+        done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert export(course, env, "fast.csv") == rows
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student, assignment in reports:
+            stamp = (course / "submitted" / student / assignment / "timestamp.txt").read_text().strip()
+            assert gb.find_submission(assignment, student).timestamp == parse_utc(stamp)
+            assert (course / "autograded" / student / assignment).is_dir()
