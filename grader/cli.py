@@ -5,6 +5,7 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check]                                      write or check the nbgrader course's notebooks
+release OUT [--assignment NAME]                          write the student bundle (exit 1 on a leak)
 demo                                                     grade the bundled examples
 """
 
@@ -87,6 +88,25 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    """Exit 0 with a clean bundle in OUT; 1 when the bundle would leak (nothing written); 2
+    when it cannot be made as asked."""
+    from grader.authoring.release import ReleaseError, release
+
+    try:
+        made = release(Path(args.out), assignments=args.assignment)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if made.leaks:
+        for leak in made.leaks:
+            print(leak, file=sys.stderr)
+        print(f"release failed: {len(made.leaks)} leaks (listed above); nothing was written", file=sys.stderr)
+        return 1
+    print(f"wrote {made.out}: {len(made.files)} files, {made.size / 1024:.0f} KiB, no leak found")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -143,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument("--course", default=str(REPO / "assignments"))
     p.set_defaults(func=cmd_notebooks)
+
+    p = sub.add_parser("release", help="write the student bundle, checked for leaks")
+    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
