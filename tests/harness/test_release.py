@@ -427,3 +427,14 @@ def test_classroom_writes_a_result_when_grading_cannot_run(tmp_path):
     jsonschema.validate(document, GRADER_OUTPUT)
     assert document["status"] == "error" and document["tests"][0]["status"] == "error"
     assert "grading could not run: SyntaxError" in document["tests"][0]["message"]
+
+
+def test_a_bundle_without_a_package_is_not_graded_on_the_graders_own_folders(bundle, tmp_path):
+    from grader.case.loading import SubmissionError, locate_assignment
+
+    repo = submission(bundle, tmp_path, "no-micrograd")
+    shutil.rmtree(repo / "micrograd")
+    assert (repo / "grader" / "assignments" / "micrograd" / "__init__.py").is_file()
+    with pytest.raises(SubmissionError, match="no package 'micrograd'"):
+        locate_assignment(repo, "micrograd")
+    assert locate_assignment(repo, "needle").path == repo / "needle"
