@@ -31,46 +31,7 @@ from grader.verdict.oracle import Oracle
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("micrograd", "needle")
 #: Classroom's grader-output format, as its reporter reads it
-#: (classroom-resources/autograding-grading-reporter; written by autograding-command-grader)
-GRADER_OUTPUT = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "required": ["version", "status", "max_score", "tests"],
-    "additionalProperties": False,
-    "properties": {
-        "version": {"const": 1},
-        "status": {"enum": ["pass", "fail", "error"]},
-        "max_score": {"type": "number", "exclusiveMinimum": 0},
-        "tests": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": [
-                    "name",
-                    "status",
-                    "score",
-                    "message",
-                    "line_no",
-                    "test_code",
-                    "filename",
-                    "duration",
-                ],
-                "additionalProperties": False,
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "status": {"enum": ["pass", "fail", "error"]},
-                    "score": {"type": "number", "minimum": 0},
-                    "message": {"type": "string"},
-                    "line_no": {"type": "integer", "minimum": 0},
-                    "test_code": {"type": "string"},
-                    "filename": {"type": "string"},
-                    "duration": {"type": "number", "minimum": 0},
-                },
-            },
-        },
-    },
-}
+GRADER_OUTPUT = json.loads(Path(__file__).with_name("classroom_result.schema.json").read_text())
 
 
 def public_cases(suites: Path = REPO / "tests") -> list:
@@ -267,15 +228,16 @@ def test_the_fresh_environment_cannot_reach_the_kit(student, bundle):
     assert torch_version.split("+")[0] == "2.13.0"
 
 
-def failure_messages(output: str) -> dict[str, str]:
-    """pytest's FAILURES section: each failed test's first line."""
-    found, name = {}, None
+def failure_messages(output: str) -> list[tuple[str, str]]:
+    """pytest's FAILURES section: each failed test's name and first line."""
+    found, name = [], None
     for line in output.split("= FAILURES =", 1)[-1].split("= score =", 1)[0].splitlines():
         header = re.match(r"^_{3,} (\S+) _{3,}$", line)
         if header:
             name = header.group(1)
         elif name and line.strip():
-            found[name], name = line.strip(), None
+            found.append((name, line.strip()))
+            name = None
     return found
 
 
@@ -299,9 +261,9 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
     failed = re.search(r"(\d+) failed", output.splitlines()[-1])
     assert failed and len(messages) == int(failed.group(1)), output.splitlines()[-1]
     assert len(messages) >= sum(not r.passed for r in expected.results)  # and ungraded searches
-    assert all(m.startswith("not implemented yet: ") for m in messages.values()), messages
+    assert all(m.startswith("not implemented yet: ") for _, m in messages), messages
     for name in ("Value.__mul__._backward", "Value.backward", "EWiseMul.gradient", "find_topo_sort"):
-        assert any(name in m for m in messages.values()), name
+        assert any(name in m for _, m in messages), name
     for assignment in NAMES:
         assert re.search(rf"^  {assignment} / forward +\d+/\d+ +tests", output, re.M)
 
@@ -438,3 +400,37 @@ def test_a_bundle_without_a_package_is_not_graded_on_the_graders_own_folders(bun
     with pytest.raises(SubmissionError, match="no package 'micrograd'"):
         locate_assignment(repo, "micrograd")
     assert locate_assignment(repo, "needle").path == repo / "needle"
+
+
+def test_the_schema_rejects_what_the_reporter_cannot_read():
+    from grader.report.classroom import failed_to_grade
+
+    good = failed_to_grade("why", [("micrograd / ops / add", 2.0)])
+    jsonschema.validate(good, GRADER_OUTPUT)
+    bad = [
+        {**good, "tests": []},
+        {**good, "max_score": 0},
+        {**good, "status": "failed"},
+        {**good, "tests": [{k: v for k, v in good["tests"][0].items() if k != "line_no"}]},
+        {**good, "tests": [{**good["tests"][0], "score": "0"}]},
+    ]
+    for document in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(document, GRADER_OUTPUT)
+
+
+def test_a_long_result_is_shortened_to_fit_one_environment_variable():
+    from grader.report.classroom import MAX_ENCODED, encode, failed_to_grade
+
+    names = [(f"needle / shapes / case {i}", 1.0) for i in range(2000)]
+    document = failed_to_grade("x" * 5000, names)
+    encoded = encode(document)
+    assert len(encoded) <= MAX_ENCODED
+    decoded = json.loads(base64.b64decode(encoded))
+    assert decoded["max_score"] == 2000 and sum(t["score"] for t in decoded["tests"]) == 0
+    assert [t["name"] for t in decoded["tests"]] == ["needle / shapes"]  # summed up per topic
+    assert decoded["tests"][0]["message"] == "0 of 2000 cases passed"
+    shorter = failed_to_grade("x" * 5000, names[:100])
+    decoded = json.loads(base64.b64decode(encode(shorter, limit=60_000)))
+    assert [t["name"] for t in decoded["tests"]] == [name for name, _ in names[:100]]
+    assert all(0 < len(t["message"]) < 5000 for t in decoded["tests"])  # only cut
