@@ -5,6 +5,7 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--scop
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
+release OUT [--assignment NAME]                          write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
@@ -180,6 +181,25 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    """Exit 0 with a clean bundle in OUT; 1 when the bundle would leak (nothing written); 2
+    when it cannot be made as asked."""
+    from grader.authoring.release import ReleaseError, release
+
+    try:
+        made = release(Path(args.out), assignments=args.assignment)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if made.leaks:
+        for leak in made.leaks:
+            print(leak, file=sys.stderr)
+        print(f"release failed: {len(made.leaks)} leaks (listed above); nothing was written", file=sys.stderr)
+        return 1
+    print(f"wrote {made.out}: {len(made.files)} files, {made.size / 1024:.0f} KiB, no leak found")
+    return 0
+
+
 def cmd_gradescope(args: argparse.Namespace) -> int:
     from grader.authoring.gradescope_zip import BuildError, Settings, build
 
@@ -295,6 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_notebooks)
 
+    p = sub.add_parser("release", help="write the student bundle, checked for leaks")
+    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.set_defaults(func=cmd_release)
     from grader.authoring.gradescope_zip import USER, Settings
 
     zipped = Settings()
