@@ -1,6 +1,6 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
@@ -52,6 +52,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         write_json(gradescope(report), args.results)
     if args.feedback:
         write_text(markdown(report, Audience.STUDENT), args.feedback)
+    if args.pages:
+        from grader.report.html import write_pages
+
+        name = Path(args.submission).resolve().name or "submission"
+        write_pages({name: report}, Path(args.pages), args.hidden_visibility)
     return 0
 
 
@@ -102,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
+    p.add_argument(
+        "--pages",
+        metavar="DIR",
+        help="write HTML feedback here: students/<name>.html for the student, index.html for you",
+    )
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
     defaults = Limits()
     p.add_argument(

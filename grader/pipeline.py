@@ -30,6 +30,7 @@ from grader.sandbox import Limits, SandboxEngine
 from grader.verdict import integrity
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose
+from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -175,6 +176,9 @@ def verdict(
         message = ""
     else:
         message = diagnose(expected, actual, mismatches)
+    graph, blamed = case_graph(expected, actual) if status is Status.FAILED else (None, "")
+    if actual.failure is not None and actual.failure.where:
+        blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,
@@ -188,6 +192,9 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        ops=case_ops(expected),
+        blame=blamed,
+        graph=graph,
     )
 
 

@@ -381,3 +381,22 @@ def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch]) -> str:
     if head is None:
         return "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
     return f"{head}\nresults that differ:\n{listing}"
+
+
+def op_name(tape: Tape, i: int, tensors: bool | None = None) -> str:
+    """Step i's op as messages name it (`truediv (EWiseDiv)` on a tensor tape); pass
+    `tensors` (`is_tensor_tape`) when naming many steps of one tape."""
+    if tensors is None:
+        return _op(tape, i)
+    step = tape.steps[i]
+    if tensors:
+        from grader.assignments.needle.backend import needle_class
+
+        cls = needle_class(step.op, step.inputs)
+        if cls:
+            return f"{step.op} ({cls})"
+    return step.op
+
+
+def is_tensor_tape(tape: Tape) -> bool:
+    return _tensors(tape)

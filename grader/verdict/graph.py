@@ -1,0 +1,148 @@
+"""What a failed case's expression looked like, as plain data for a report to carry.
+
+Both engines ran the same case, so the oracle's tape is the expression the student's code
+built, node for node (`diagnose.Tape`). For a case whose numbers are wrong this module
+keeps, for the report, the part of that expression around the wrong node: each node's name,
+op and inputs, PyTorch's value and gradient and the submission's where they differ, and
+which node is wrong (the first wrong value, else the wrong gradient nearest the output,
+the same node the diagnostic names). A feedback page draws it (`report.draw.draw_graph`)
+with that node highlighted. Only plain strings and numbers go in: a report outlives the
+grading run, and renderers never see a submission's objects.
+
+`ops` and `blame` serve the class dashboard: which ops a case exercises (from the oracle's
+tape, so the same for every student) and which op's rule (or which function) a failure is
+laid at, so an instructor sees which gradient rules the class gets wrong.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from grader.case.run import Run
+from grader.case.trace import NodeRef
+from grader.verdict.diagnose import Tape, is_tensor_tape, op_name
+
+#: nodes of one graph kept for a picture: the ones nearest the wrong node
+MAX_NODES = 40
+#: tapes longer than this get no picture (a 10^6-op chain): indexing them costs more than it shows
+MAX_TAPE = 20_000
+NOT_OPS = ("leaf", "parameter", "grad")
+
+
+def case_ops(expected: Run) -> list[str]:
+    """The ops a case exercises, by the oracle's tape (`mul`, `truediv (EWiseDiv)`, ...)."""
+    tape = Tape(expected, expected)
+    tensors = is_tensor_tape(tape)
+    first: dict[tuple, int] = {}  # one step per kind: a name depends on the op and its arity
+    for i, step in enumerate(tape.steps):
+        if step.op not in NOT_OPS:
+            nodes = sum(isinstance(r, NodeRef) for r in step.inputs)
+            first.setdefault((step.op, nodes >= 2 or len(step.inputs) == 1), i)
+    return sorted({rule(op_name(tape, i, tensors)) for i in first.values()})
+
+
+def _consumers(tape: Tape) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = {}
+    for j, step in enumerate(tape.steps):
+        for ref in step.inputs:
+            if isinstance(ref, NodeRef) and j not in users.setdefault(ref.index, [])[-1:]:
+                users[ref.index].append(j)
+    return users
+
+
+def wrong_node(tape: Tape) -> int | None:
+    """The node the diagnostic is about: the first wrong value in tape order, else the
+    wrong gradient nearest the output (whose consumers' gradients are all right)."""
+    for i in range(len(tape.steps)):
+        if tape.differs(i, "value"):
+            return i
+    for i in reversed(range(len(tape.steps))):
+        if tape.differs(i, "grad"):
+            return i
+    return None
+
+
+def rule(name: str) -> str:
+    """An op's name as the rule that computes it: needle's class (`sum (Summation)` and
+    `summation (Summation)` are one rule, Summation), micrograd's op; the gradient that a
+    backward computed (`grad`) is backward's."""
+    name = name.removesuffix(".gradient")
+    if name == "grad":
+        return "backward"
+    if name.endswith(")") and " (" in name:
+        return name[name.index(" (") + 2 : -1]
+    return name
+
+
+def blame(tape: Tape, i: int, users: list[int], tensors: bool | None = None) -> str:
+    """The op whose rule the wrong node `i` is laid at (as the diagnostic lays it): its own
+    op for a wrong value, its one consumer's for a wrong gradient; "backward" when the rules
+    are right on their own or the output's seed is wrong; "" when it cannot be one op."""
+    if tape.differs(i, "value"):
+        return rule(op_name(tape, i, tensors))
+    if not users:
+        return "backward" if i in tape.outputs else ""
+    if all(tape.rule_is_right(j) for j in users):
+        return "backward"
+    if len(users) == 1:
+        return rule(op_name(tape, users[0], tensors))
+    probed_wrong = {
+        rule(op_name(tape, j, tensors))
+        for j in users
+        if tape.expected[j].get("rule") is not None and not tape.rule_is_right(j)
+    }
+    return probed_wrong.pop() if len(probed_wrong) == 1 else ""
+
+
+def _near(start: int, tape: Tape, users: dict[int, list[int]], limit: int) -> list[int]:
+    """Up to `limit` nodes, breadth first from `start` along inputs and consumers alike."""
+    seen = {start}
+    queue = deque([start])
+    while queue and len(seen) < limit:
+        i = queue.popleft()
+        inputs = [r.index for r in tape.steps[i].inputs if isinstance(r, NodeRef)]
+        for j in inputs + users.get(i, []):
+            if j not in seen and len(seen) < limit:
+                seen.add(j)
+                queue.append(j)
+    return sorted(seen)
+
+
+def _text(quantity: Any) -> str:
+    return "none" if quantity is None else " ".join(quantity.describe(limit=4).split())
+
+
+def case_graph(expected: Run, actual: Run, limit: int = MAX_NODES) -> tuple[dict[str, Any] | None, str]:
+    """(graph, blame) for a case whose numbers differ; (None, "") when the tapes do not line
+    up (the submission raised, or its tape is another shape) or nothing differs."""
+    if not expected.steps or len(expected.steps) > MAX_TAPE or len(actual.tape) != len(expected.tape):
+        return None, ""
+    tape = Tape(expected, actual)
+    wrong = wrong_node(tape)
+    if wrong is None:
+        return None, ""
+    users = _consumers(tape)
+    tensors = is_tensor_tape(tape)
+    kept = _near(wrong, tape, users, limit)
+    inside = set(kept)
+    nodes = []
+    for i in kept:
+        step = tape.steps[i]
+        refs = [r for r in step.inputs if isinstance(r, NodeRef)]
+        node: dict[str, Any] = {
+            "id": i,
+            "name": tape.name(i),
+            "op": "" if step.op in ("leaf", "parameter") else op_name(tape, i, tensors),
+            "inputs": [r.index for r in refs if r.index in inside],
+            "constants": [repr(c) for c in step.inputs if not isinstance(c, NodeRef)],
+            "not_drawn": sum(r.index not in inside for r in refs),
+            "value": _text(tape.expected[i]["value"]),
+            "grad": _text(tape.expected[i]["grad"]),
+        }
+        for key in ("value", "grad"):
+            if tape.differs(i, key):
+                node[f"got_{key}"] = _text(tape.actual[i][key])
+        nodes.append(node)
+    graph = {"nodes": nodes, "wrong": wrong, "total": len(tape.steps)}
+    return graph, blame(tape, wrong, users.get(wrong, []), tensors)
