@@ -90,7 +90,10 @@ def write_grades(course: str | Path, assignment: str, student: str, scores: dict
     scores = {grade_id: points if grade_id in present else 0.0 for grade_id, points in scores.items()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+        # nbgrader builds a new submission's notebooks and grades while its queries run; with
+        # autoflush on, SQLAlchemy flushes the half-built objects and warns (SAWarning)
+        with gb.db.no_autoflush:
+            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
         for grade_id, points in scores.items():
             grade = gb.find_grade(grade_id, assignment, assignment, student)
             grade.auto_score = points
