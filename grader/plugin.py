@@ -13,6 +13,7 @@ At the end of the run it prints a table per topic and the score line.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "topic(name): the row of the score table")
     config.addinivalue_line("markers", "assignment(name): micrograd or needle")
     config.addinivalue_line("markers", "hidden: part of the hidden suite (runs with --suite hidden/all)")
+    _keep_hypothesis_out_of_the_submission()
     config.stash[_STATE] = _State(config)
     config.pluginmanager.register(config.stash[_STATE], "grader-state")
+
+
+def _keep_hypothesis_out_of_the_submission() -> None:
+    """The random-program searches keep no example database, but hypothesis would still
+    write a `.hypothesis/` folder into the current directory (the student's): its files go
+    beside the oracle cache instead, unless HYPOTHESIS_STORAGE_DIRECTORY says where."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:
+        return
+    set_hypothesis_home_dir(default_cache_dir().parent / "hypothesis")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    """A failing random-program search shows the shrunk program; hypothesis's offer of a
+    patch that pins a `random.Random` as an explicit example would only confuse."""
+    if call.when == "teardown" and getattr(getattr(item, "function", None), "__grader_search__", False):
+        item.__dict__.pop("_hypothesis_failing_examples", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

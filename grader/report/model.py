@@ -51,6 +51,7 @@ class CaseResult:
     hidden: bool = False
     visibility: str = "visible"
     description: str = ""
+    seconds: float = 0.0  # how long the case ran on the submission
     #: the ops the case exercises (the oracle's tape: the same for every submission)
     ops: list[str] = field(default_factory=list)
     #: the op rule (or "backward") a failure is laid at, "" when not one op

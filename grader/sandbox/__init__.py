@@ -2,7 +2,7 @@
 
 root.py      the worker's private world: lib/ (a few grader modules, one suite, numpy)
              and work/ (a copy of the submission's package); nothing else importable
-worker.py    runs inside it (`python -I -S`): collects the cases by id, runs them,
+worker.py    runs inside it (`python -s -P -S`): collects the cases by id, runs them,
              sends plain results; it never sees an expected value
 protocol.py  length-prefixed JSON over a pipe, bounded, parsed strictly by the grader
 process.py   one worker seen from the grader: deadlines, memory, SIGKILL of its group

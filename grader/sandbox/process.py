@@ -9,6 +9,9 @@ the grader drains, keeping only the last few KiB: 50 MB of output costs a few re
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
 import select
@@ -56,6 +59,26 @@ class Crash(Fault):
     """The worker exited or was killed by a signal it did not get from us."""
 
 
+#: the interpreter's flags: like `-I` (no user site-packages, no script directory on the path)
+#: but reading the environment, which `clean_env` makes in full, so that PYTHONHASHSEED holds
+PYTHON_FLAGS = ("-s", "-P", "-S")
+ADDR_NO_RANDOMIZE = 0x0040000
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def stable_layout() -> None:
+    """Between fork and exec: turn off address randomization for the worker (inherited by
+    bwrap and everything it starts). With string hashes seeded too, a worker that runs the
+    same cases allocates the same addresses, so an engine whose result depends on the order
+    of its own sets of nodes gets the same result on every regrade. Where the kernel refuses,
+    nothing changes."""
+    personality = getattr(_libc, "personality", None)
+    if personality is not None:
+        current = personality(0xFFFFFFFF)
+        if current != -1:
+            personality(current | ADDR_NO_RANDOMIZE)
+
+
 def clean_env(work: Path) -> dict[str, str]:
     """Nothing of the grader's environment: no tokens, no paths, no PYTHON* settings."""
     return {
@@ -87,6 +110,12 @@ def describe_exit(returncode: int, noise: str, memory: int) -> str:
     return f"the worker was killed by {name}{hint}"
 
 
+def _before_exec(confine: Callable[[], None] | None) -> None:
+    stable_layout()
+    if confine is not None:
+        confine()
+
+
 class WorkerProcess:
     """A started worker: `receive` its messages in order, then `close` it (always)."""
 
@@ -98,9 +127,11 @@ class WorkerProcess:
         limits: Limits,
         preexec: Callable[[], None] | None = None,
         wrapped: bool = False,
+        switch_user: bool = False,
     ) -> None:
         """`wrapped`: start the worker inside bubblewrap (see `bwrap`); else `preexec` (if
-        any) confines it between fork and exec."""
+        any) confines it between fork and exec. `switch_user`: the job names a user the
+        worker becomes (the grader is root)."""
         self.limits = limits
         self.wrapped = wrapped
         #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
@@ -109,11 +140,11 @@ class WorkerProcess:
         result_r, result_w = os.pipe()
         noise_r, noise_w = os.pipe()
         info_r, info_w = os.pipe() if wrapped else (-1, -1)
-        command = [sys.executable, "-I", "-S", "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
+        command = [sys.executable, *PYTHON_FLAGS, "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
         env = clean_env(work)
         if wrapped:
             inside = {**env, "TMPDIR": "/tmp"}  # the sandbox's own tmpfs
-            command = [*bwrap.argv(lib, work, inside, info_w), bwrap.interpreter(), *command[1:]]
+            command = [*bwrap.argv(lib, work, inside, info_w, switch_user), bwrap.interpreter(), *command[1:]]
         try:
             self.proc = subprocess.Popen(
                 command,
@@ -124,7 +155,7 @@ class WorkerProcess:
                 stderr=noise_w,
                 pass_fds=(result_w, info_w) if wrapped else (result_w,),  # bwrap passes them on
                 start_new_session=True,  # its own process group: one killpg reaches every child
-                preexec_fn=preexec,
+                preexec_fn=functools.partial(_before_exec, preexec),
             )
         finally:
             for fd in (result_w, noise_w, info_w):

@@ -16,12 +16,13 @@ laid at, so an instructor sees which gradient rules the class gets wrong.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Any
 
 from grader.case.run import Run
 from grader.case.trace import NodeRef
-from grader.verdict.diagnose import Tape, is_tensor_tape, op_name
+from grader.verdict.diagnose import Tape, op_name
 
 #: nodes of one graph kept for a picture: the ones nearest the wrong node
 MAX_NODES = 40
@@ -31,15 +32,14 @@ NOT_OPS = ("leaf", "parameter", "grad")
 
 
 def case_ops(expected: Run) -> list[str]:
-    """The ops a case exercises, by the oracle's tape (`mul`, `truediv (EWiseDiv)`, ...)."""
+    """The rules a case exercises, by the oracle's tape (`mul`, `EWiseDiv`, ...)."""
     tape = Tape(expected, expected)
-    tensors = is_tensor_tape(tape)
     first: dict[tuple, int] = {}  # one step per kind: a name depends on the op and its arity
     for i, step in enumerate(tape.steps):
         if step.op not in NOT_OPS:
             nodes = sum(isinstance(r, NodeRef) for r in step.inputs)
             first.setdefault((step.op, nodes >= 2 or len(step.inputs) == 1), i)
-    return sorted({rule(op_name(tape, i, tensors)) for i in first.values()})
+    return sorted({rule(op_name(tape, i)) for i in first.values()})
 
 
 def _consumers(tape: Tape) -> dict[int, list[int]]:
@@ -75,24 +75,26 @@ def rule(name: str) -> str:
     return name
 
 
-def blame(tape: Tape, i: int, users: list[int], tensors: bool | None = None) -> str:
-    """The op whose rule the wrong node `i` is laid at (as the diagnostic lays it): its own
-    op for a wrong value, its one consumer's for a wrong gradient; "backward" when the rules
-    are right on their own or the output's seed is wrong; "" when it cannot be one op."""
-    if tape.differs(i, "value"):
-        return rule(op_name(tape, i, tensors))
-    if not users:
-        return "backward" if i in tape.outputs else ""
-    if all(tape.rule_is_right(j) for j in users):
-        return "backward"
-    if len(users) == 1:
-        return rule(op_name(tape, users[0], tensors))
-    probed_wrong = {
-        rule(op_name(tape, j, tensors))
-        for j in users
-        if tape.expected[j].get("rule") is not None and not tape.rule_is_right(j)
-    }
-    return probed_wrong.pop() if len(probed_wrong) == 1 else ""
+#: a diagnostic's first line, and what it lays the failure at
+BLAME = (
+    (re.compile(r"^wrong (?:gradient|value) from several rules"), None),
+    (re.compile(r"^wrong gradient of .* from backward\(\)"), "backward"),
+    (re.compile(r"^wrong gradient at the output"), "backward"),
+    (re.compile(r"^wrong (?:gradient|value) from (.+?):"), 1),
+    (re.compile(r"^not implemented yet: (\S+)"), 1),
+)
+
+
+def blame(message: str) -> str:
+    """What a diagnostic lays a failure at, in the dashboard's words: an op's rule (needle's
+    class, micrograd's op or function), "backward", a function not written yet; "" when it
+    names no one thing. Read off the message, so the dashboard and the student agree."""
+    first = message.splitlines()[0] if message else ""
+    for pattern, group in BLAME:
+        found = pattern.match(first)
+        if found:
+            return "" if group is None else rule(group if isinstance(group, str) else found.group(group))
+    return ""
 
 
 def _near(start: int, tape: Tape, users: dict[int, list[int]], limit: int) -> list[int]:
@@ -113,17 +115,19 @@ def _text(quantity: Any) -> str:
     return "none" if quantity is None else " ".join(quantity.describe(limit=4).split())
 
 
-def case_graph(expected: Run, actual: Run, limit: int = MAX_NODES) -> tuple[dict[str, Any] | None, str]:
-    """(graph, blame) for a case whose numbers differ; (None, "") when the tapes do not line
-    up (the submission raised, or its tape is another shape) or nothing differs."""
+def case_graph(
+    expected: Run, actual: Run, message: str = "", limit: int = MAX_NODES
+) -> tuple[dict | None, str]:
+    """(graph, blame) for a case whose numbers differ: the graph is None when the tapes do
+    not line up (the submission raised, or its tape is another shape) or nothing differs."""
+    blamed = blame(message)
     if not expected.steps or len(expected.steps) > MAX_TAPE or len(actual.tape) != len(expected.tape):
-        return None, ""
+        return None, blamed
     tape = Tape(expected, actual)
     wrong = wrong_node(tape)
     if wrong is None:
-        return None, ""
+        return None, blamed
     users = _consumers(tape)
-    tensors = is_tensor_tape(tape)
     kept = _near(wrong, tape, users, limit)
     inside = set(kept)
     nodes = []
@@ -133,7 +137,7 @@ def case_graph(expected: Run, actual: Run, limit: int = MAX_NODES) -> tuple[dict
         node: dict[str, Any] = {
             "id": i,
             "name": tape.name(i),
-            "op": "" if step.op in ("leaf", "parameter") else op_name(tape, i, tensors),
+            "op": "" if step.op in ("leaf", "parameter") else op_name(tape, i),
             "inputs": [r.index for r in refs if r.index in inside],
             "constants": [repr(c) for c in step.inputs if not isinstance(c, NodeRef)],
             "not_drawn": sum(r.index not in inside for r in refs),
@@ -145,4 +149,4 @@ def case_graph(expected: Run, actual: Run, limit: int = MAX_NODES) -> tuple[dict
                 node[f"got_{key}"] = _text(tape.actual[i][key])
         nodes.append(node)
     graph = {"nodes": nodes, "wrong": wrong, "total": len(tape.steps)}
-    return graph, blame(tape, wrong, users.get(wrong, []), tensors)
+    return graph, blamed

@@ -33,7 +33,7 @@ RULE_BUGS = {
     "tanh-no-square": "tanh",
     "sigmoid-uses-input": "sigmoid",
     "log-divides-by-output": "log",
-    "rsub-reversed": "rsub",
+    "rsub-reversed": "Value.__rsub__",  # a composite: the function the student wrote
 }
 
 

@@ -2,31 +2,143 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
-from grader.case.loading import load_package
+from grader.case.loading import Package
 from grader.case.quantity import Quantity
+
+#: the most nodes one op may create (a composite tanh has a handful; more is a runaway graph)
+MAX_OP_NODES = 10_000
 
 
 def _number(x: Any) -> float:
     return float(x)
 
 
+def requires_grad(raw: Any) -> Quantity | None:
+    """A leaf's `requires_grad` as a flag, if it has a plain bool one (the contract has none)."""
+    try:
+        flag = getattr(raw, "requires_grad", None)
+    except Exception:
+        return None
+    return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
+
+
+def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
+    """The nodes an op created, between its output and its inputs, in topological order
+    (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
+    running only `out._backward` would leave its inputs without a gradient."""
+    stop = {id(x) for x in inputs}
+    order: list[Any] = []
+    seen = {id(out)}
+    stack: list[tuple[Any, bool]] = [(out, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for child in getattr(node, "_prev", ()) or ():
+            if id(child) not in stop and id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, False))
+        if len(seen) > MAX_OP_NODES:
+            return [out]
+    return order
+
+
+#: each module a case may need -> what it defines (found in the package itself when the
+#: submission has no such module: a single micrograd.py, or everything in __init__.py)
+PROVIDES = {"engine": "Value", "nn": "MLP"}
+
+
+class OrderedChildren(set):
+    """A node's `_prev` that iterates in a fixed order: the same set, compared, tested and
+    counted as before, but `for child in node._prev` no longer follows memory addresses.
+
+    A plain set of Values iterates in the order of their addresses, so a backward() whose
+    result depends on the order it visits a node's inputs (a rule that assigns where it should
+    add, a sort that is not topological) would pass or fail a case by the luck of the heap,
+    and a regrade could change a grade. A correct engine gives the same gradients in any
+    order, so fixing one costs it nothing. Should the submission change the set afterwards,
+    it iterates as a plain set again.
+    """
+
+    __slots__ = ("order",)
+
+    def __init__(self, order: list[Any]) -> None:
+        super().__init__(order)
+        self.order = order
+
+    def __iter__(self) -> Iterator[Any]:
+        if len(self.order) == len(self) and all(child in self for child in self.order):
+            return iter(self.order)
+        return super().__iter__()
+
+
+def _tie_break(raw: Any) -> tuple[str, str]:
+    """How children that no case named are ordered: by op and value, never by address."""
+    return (str(getattr(raw, "_op", "")), repr(getattr(raw, "data", None)))
+
+
+def _order_key(raw: Any, known: dict[int, int]) -> tuple[int, int, str, str]:
+    index = known.get(id(raw))
+    return (0, index, "", "") if index is not None else (1, 0, *_tie_break(raw))
+
+
+def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
+    """Give every node reachable from `root` through `_prev` an `OrderedChildren`: children the
+    case built come in the order it built them (`known`: id -> tape index), the nodes the
+    engine made on its own (say `b * -1` inside `a - b`) after them, by op and value. Sets of
+    one child need no order. Nodes whose `_prev` is not a plain set are walked, not changed."""
+    seen, stack = {id(root)}, [root]
+    while stack:
+        node = stack.pop()
+        prev = getattr(node, "_prev", None)
+        try:
+            if type(prev) is set and len(prev) > 1:
+                order = sorted(prev, key=lambda c: _order_key(c, known))
+                node._prev = OrderedChildren(order)
+                children = order
+            elif isinstance(prev, (set, frozenset, list, tuple)):
+                children = list(prev)
+            else:
+                continue
+        except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
+            continue
+        for child in children:
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+
+
 class MicrogradBackend(ScalarBackend):
     name = "micrograd"
+    #: a folder named micrograd/ holding this (or __init__.py) is the package
+    markers = ("engine.py",)
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)
+        self.modules = modules
         self.engine = modules["engine"]
-        self.nn = modules.get("nn")
         self.Value = self.engine.Value
 
+    @property
+    def nn(self) -> Any:
+        """`micrograd.nn`, imported when an MLP case first asks: a missing or broken nn.py
+        costs those cases only."""
+        return self.modules["nn"]
+
     @classmethod
-    def load(cls, directory: str | Path) -> dict:
-        return load_package(directory, "micrograd", ("engine", "nn"))
+    def load(cls, directory: str | Path) -> Package:
+        """The submission's micrograd with its engine imported (every case needs `Value`)."""
+        package = Package(directory, "micrograd", markers=cls.markers, provides=PROVIDES)
+        package.module("engine")
+        return package
 
     ops = {
         **OPERATORS,
@@ -43,18 +155,31 @@ class MicrogradBackend(ScalarBackend):
 
     def backward(self, node) -> None:
         self.tape.mark_output(node)
+        fix_visiting_order(node.raw, {id(n.raw): n.index for n in self.tape.nodes})
         node.raw.backward()
+        self.snapshot()
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Also each node's `requires_grad`, when the submission's Value has one: a leaf made
+        with requires_grad=False gets no gradient, and the diagnostic says so."""
+        tape = super().read_tape()
+        for entry, node in zip(tape, self.tape.nodes, strict=True):
+            entry["requires_grad"] = requires_grad(node.raw)
+        return tape
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
-        self.run_rule(out.raw, out_grad)
+        inputs = [self.tape.nodes[i].raw for i in self.input_indices(out)]
+        self.run_rule(out.raw, out_grad, inputs)
 
     def set_grad(self, raw: Any, grad: float) -> None:
         raw.grad = grad
 
-    def run_rule(self, out: Any, out_grad: float) -> None:
+    def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
+        """Run the rules of every node the op created, from `out` back to `inputs`."""
         out.grad = out_grad
-        out._backward()
+        for node in reversed(op_nodes(out, inputs)):
+            node._backward()
 
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((_number(raw.data),), ())

@@ -15,11 +15,12 @@ op where it is safe and smooth: log and fractional powers of values >= 0.5, divi
 values at least 0.5 away from 0, exp of values <= 3, relu away from its kink, every value
 within +-20. So PyTorch and a correct engine agree to float64 rounding on every program.
 
-One generator, two sources of randomness:
+One generator, written against a `random.Random` (the style of both assignments, see
+`grader.case.search`):
 
-- `fixed_programs(n, seed)`: a seeded `random.Random`, the same programs on every run and
-  machine (no hypothesis needed: graded cases use these, also in the grader's sandbox);
-- `programs()`: a hypothesis strategy, which can shrink a failing program to a small one.
+- `fixed_programs(n, seed)`: `random.Random(seed)`, the same programs on every run and
+  machine (graded cases use these, also in the grader's sandbox);
+- `programs()`: hypothesis's `st.randoms()`, which shrinks a failing program to a small one.
 
 `build(lib, program)` runs a program on a backend and returns its nodes by name.
 """
@@ -36,6 +37,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from grader.case.define import Case
+from grader.case.search import search as search_programs
+from grader.case.search import strategy
 
 BINARY = ("add", "sub", "mul", "div")
 UNARY = ("neg", "relu", "exp", "log", "tanh", "sigmoid", "detach")
@@ -49,22 +52,12 @@ EXP_MAX = 3.0
 KINK = 1e-3  # relu only where |x| >= KINK
 
 
-class Source:
-    """Where the generator's choices come from: `integer(lo, hi)` and `pick(options)`."""
-
-    def integer(self, lo: int, hi: int) -> int:
-        raise NotImplementedError
-
-    def pick(self, options: Sequence[Any]) -> Any:
-        return options[self.integer(0, len(options) - 1)]
+def _integer(rng: random.Random, lo: int, hi: int) -> int:
+    return rng.randint(lo, hi)
 
 
-class RandomSource(Source):
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def integer(self, lo: int, hi: int) -> int:
-        return self.rng.randint(lo, hi)
+def _pick(rng: random.Random, options: Sequence[Any]) -> Any:
+    return options[rng.randint(0, len(options) - 1)]
 
 
 # ---- values: what each step computes, in plain Python floats ----
@@ -166,7 +159,7 @@ def _candidates(i: int, j: int, c: float, k: float, values: list[float]) -> dict
     return {kind: steps for kind, steps in safe.items() if steps}
 
 
-def generate(source: Source, max_ops: int = 8) -> list[tuple]:
+def generate(rng: random.Random, max_ops: int = 8) -> list[tuple]:
     """A random program: 1-3 leaves, then up to `max_ops` safe ops, then adds that feed
     every unused node into the output."""
     program: list[tuple] = []
@@ -177,21 +170,21 @@ def generate(source: Source, max_ops: int = 8) -> list[tuple]:
         program.append(step)
 
     def leaf() -> tuple:
-        return ("leaf", source.integer(-300, 300) / 100)
+        return ("leaf", _integer(rng, -300, 300) / 100)
 
-    for _ in range(source.integer(1, 3)):
+    for _ in range(_integer(rng, 1, 3)):
         push(leaf())
-    for _ in range(source.integer(1, max_ops)):
-        if source.integer(0, 9) == 9:  # now and then a new leaf (9, not 0: shrinking goes to 0)
+    for _ in range(_integer(rng, 1, max_ops)):
+        if _integer(rng, 0, 9) == 9:  # now and then a new leaf (9, not 0: shrinking goes to 0)
             push(leaf())
             continue
         n = len(program)
         # the first operand is one of the three newest nodes, so that the graph grows deep
-        i = n - 1 - source.integer(0, min(2, n - 1))
-        j = source.integer(0, n - 1)
-        options = _candidates(i, j, source.pick(NUMBERS), source.pick(EXPONENTS), values)
+        i = n - 1 - _integer(rng, 0, min(2, n - 1))
+        j = _integer(rng, 0, n - 1)
+        options = _candidates(i, j, _pick(rng, NUMBERS), _pick(rng, EXPONENTS), values)
         kinds = [kind for kind in options for _ in range(WEIGHTS.get(kind, 1))]
-        push(source.pick(options[source.pick(kinds)]))
+        push(_pick(rng, options[_pick(rng, kinds)]))
     _join(program, values, push)
     return program
 
@@ -211,25 +204,12 @@ def _join(program: list[tuple], values: list[float], push: Callable[[tuple], Non
 def fixed_programs(n: int, seed: int, max_ops: int = 8) -> dict[str, list[tuple]]:
     """`n` programs, the same on every run: {"prog0": program, ...} (for `params=`)."""
     rng = random.Random(seed)
-    return {f"prog{k}": generate(RandomSource(rng), max_ops) for k in range(n)}
+    return {f"prog{k}": generate(rng, max_ops) for k in range(n)}
 
 
 def programs(max_ops: int = 8):
     """A hypothesis strategy of programs; shrinks towards fewer ops and values near 0."""
-    from hypothesis import strategies as st
-
-    class _Drawn(Source):
-        def __init__(self, draw) -> None:
-            self.draw = draw
-
-        def integer(self, lo: int, hi: int) -> int:
-            return self.draw(st.integers(lo, hi))
-
-    @st.composite
-    def strategy(draw):
-        return generate(_Drawn(draw), max_ops)
-
-    return strategy()
+    return strategy(lambda rng: generate(rng, max_ops))
 
 
 # ---- running a program ----
@@ -300,34 +280,10 @@ def program_case(program: Sequence[tuple]) -> Case:
     )
 
 
-def search(max_examples: int = 50, max_ops: int = 8):
-    """Decorate `test(graded_case, program)` so hypothesis runs it on random programs and
-    shrinks a failing one, whose code ends the failure message. Without hypothesis (the
-    grader's sandbox) the test is dropped."""
-    try:
-        from hypothesis import HealthCheck, Phase, given, settings
-    except ImportError:
-        return lambda test: None
-    import pytest
-
-    def decorate(test):
-        def with_program(graded_case, program):
-            try:
-                test(graded_case, program)
-            except pytest.fail.Exception as failed:
-                message = f"{failed.msg}\n\nthe program, as micrograd code:\n{show(program)}"
-                raise pytest.fail.Exception(message, pytrace=False) from None
-
-        with_program.__name__, with_program.__doc__ = test.__name__, test.__doc__
-        return settings(
-            max_examples=max_examples,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate, Phase.shrink],
-            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        )(given(program=programs(max_ops))(with_program))
-
-    return decorate
+def search(max_examples: int, max_ops: int = 8):
+    """Decorate an ungraded test that hypothesis runs on `max_examples` random programs,
+    shrinking a failing one, whose micrograd code ends the failure message."""
+    return search_programs(lambda rng: generate(rng, max_ops), program_case, show, max_examples)
 
 
 @contextlib.contextmanager

@@ -1,12 +1,13 @@
 """Random tensor programs over random broadcastable shapes, for needle cases and properties.
 
 A `Program` is plain data: a list of nodes, each a leaf (shape, kind) or an op applied to
-earlier nodes. One generator writes programs against a `choose(n) -> int in [0, n)`
-function, so the same code serves two masters:
+earlier nodes. One generator, written against a `random.Random` (the style of both
+assignments, see `grader.case.search`):
 
-- graded cases take fixed programs, `random_program(seed)`: deterministic, so the oracle's
-  expected results are those of a program that never changes;
-- property tests draw them with hypothesis, `programs()`, which can shrink a failing one.
+- graded cases take fixed programs, `random_program(seed)`: `random.Random(seed)`, so the
+  oracle's expected results are those of a program that never changes;
+- searches and property tests draw them with hypothesis, `programs()` (`st.randoms()`),
+  which shrinks a failing one to a small one.
 
 Every op keeps values in a safe range (the generator tracks a bound on each node's
 magnitude and, where known, a positive lower bound): exp only of bounded values, log,
@@ -16,6 +17,7 @@ operands explicitly (`broadcast_to`) to a common shape, as needle requires.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Callable
@@ -23,6 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from grader.case.define import Case
+from grader.case.search import search as search_programs
+from grader.case.search import strategy
 
 Chooser = Callable[[int], int]
 
@@ -206,14 +212,14 @@ class _Builder:
         return self.add(Item("matmul", (i, j)), _Info(shape, info.mag * 2.0 * k, None))
 
 
-def random_program(choose: Chooser | int, steps: int | None = None) -> Program:
-    """A random program. `choose` is a chooser, or a seed for a fixed (graded) program."""
-    seed = choose if isinstance(choose, int) else 0
-    if isinstance(choose, int):
-        rng = random.Random(choose)
-        choose = rng.randrange
+def random_program(rng: random.Random | int, steps: int | None = None) -> Program:
+    """A random program from `rng`, or from `random.Random(seed)` for a fixed (graded) one;
+    its leaves' data come from the seed (drawn last from `rng`)."""
+    seed = rng if isinstance(rng, int) else None
+    if isinstance(rng, int):
+        rng = random.Random(rng)
+    choose = rng.randrange
     b = _Builder(choose)
-    b.program.seed = seed
     ndim = choose(4)
     shape = tuple(1 + choose(4) for _ in range(ndim))
     current = b.leaf(_broadcastable_from(choose, shape), positive=bool(choose(2)))
@@ -234,6 +240,7 @@ def random_program(choose: Chooser | int, steps: int | None = None) -> Program:
         else:
             new = b.matmul(current)
         current = new if new is not None else current
+    b.program.seed = seed if seed is not None else rng.randrange(1 << 16)
     return b.program
 
 
@@ -313,19 +320,69 @@ def run(lib: Any, program: Program, dtype: str = "float64") -> dict[str, Any]:
     return {"v": nodes}
 
 
-def programs():
-    """A hypothesis strategy drawing random programs (shrinks towards short, small ones)."""
-    from hypothesis import strategies as st
+def programs(steps: int | None = None):
+    """A hypothesis strategy of random programs (shrinks towards short, small ones)."""
+    return strategy(lambda rng: random_program(rng, steps))
 
-    @st.composite
-    def strategy(draw):
-        seed = draw(st.integers(0, 2**16))
 
-        def choose(n: int) -> int:
-            return draw(st.integers(0, n - 1))
+#: how `build` writes each op, in needle code; {0}, {1} are the inputs, {p} the params
+CODE = {
+    "tanh": "{0}.tanh()",
+    "relu": "ndl.relu({0})",
+    "neg": "-{0}",
+    "exp": "ndl.exp({0})",
+    "log": "ndl.log({0})",
+    "mul_scalar": "{0} * {p}",
+    "add_scalar": "{0} + {p}",
+    "square": "{0} ** 2",
+    "sqrt": "ndl.power_scalar({0}, 0.5)",
+    "recip": "1.0 / {0}",
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "div": "{0} / {1}",
+    "broadcast_to": "{0}.broadcast_to({p})",
+    "summation": "{0}.sum(axes={p})",
+    "reshape": "{0}.reshape({p})",
+    "transpose": "{0}.transpose({p})",
+    "matmul": "{0} @ {1}",
+}
 
-        program = random_program(choose)
-        program.seed = seed
-        return program
 
-    return strategy()
+def show(program: Program) -> str:
+    """The program as needle code a student can paste (float64, the leaves' data as `run`
+    draws them)."""
+    lines = ["import numpy as np", "import needle as ndl", f"rng = np.random.default_rng({program.seed})"]
+    for i, item in enumerate(program.items):
+        if item.op == "leaf":
+            shape, kind = item.params
+            low = 0.5 if kind == "positive" else -2.0
+            text = f"ndl.Tensor(rng.uniform({low}, 2.0, {shape}))"
+        else:
+            text = CODE[item.op].format(*(f"v{j}" for j in item.inputs), p=item.params)
+        lines.append(f"v{i} = {text}")
+    last = f"v{len(program.items) - 1}"
+    out_grad = f"np.random.default_rng({program.seed + 1}).standard_normal({last}.shape)"
+    lines.append(f"{last}.backward(ndl.Tensor({out_grad}))")
+    return "\n".join(lines)
+
+
+def program_case(program: Program) -> Case:
+    """A case made on the fly for one program (for hypothesis; worth no points)."""
+    digest = hashlib.sha256(program.describe().encode() + str(program.seed).encode()).hexdigest()[:12]
+    return Case(
+        assignment="needle",
+        topic="random",
+        name="random_program",
+        fn=run,
+        module="hypothesis",
+        points=0.0,
+        param_id=digest,
+        param=program,
+    )
+
+
+def search(max_examples: int, steps: int | None = None):
+    """Decorate an ungraded test that hypothesis runs on `max_examples` random programs,
+    shrinking a failing one, which ends the failure message."""
+    return search_programs(lambda rng: random_program(rng, steps), program_case, show, max_examples)

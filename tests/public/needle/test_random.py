@@ -1,9 +1,11 @@
-"""Random expressions over random broadcastable shapes (grader/expressions_needle.py).
+"""Random expressions over random broadcastable shapes (grader/assignments/needle/programs.py).
 
-Each case is one fixed program, drawn from its seed: the same program every run. Every node's
-value and gradient is compared, so a failure names the first op whose rule is wrong."""
+Each graded case is one fixed program, drawn from its seed: the same program every run. Every
+node's value and gradient is compared, so a failure names the first op whose rule is wrong.
+The last test is not graded: hypothesis draws more programs (the same ones on every run)
+and, when one fails, shrinks it to a small one and prints it as needle code."""
 
-from grader.assignments.needle.programs import random_program, run
+from grader.assignments.needle.programs import random_program, run, search
 from grader.case import case
 
 
@@ -11,3 +13,8 @@ from grader.case import case
 def test_random_program(lib, seed):
     """A random program of broadcasts, element-wise ops, sums, reshapes and matmuls."""
     return run(lib, random_program(seed))
+
+
+@search(max_examples=20)
+def test_hypothesis_search(graded_case):
+    """Not graded: random programs from hypothesis, a failing one shrunk to a small one."""

@@ -1,0 +1,73 @@
+"""Random programs, searched by hypothesis so that a failing one shrinks to a small one.
+
+Both assignments write their random programs in one style: a generator that takes a
+`random.Random` and returns plain data. A graded case gets `random.Random(seed)`: the same
+program on every run and machine, with nothing but the standard library (hypothesis is not
+in the sandbox). A search gets hypothesis's `st.randoms()`, a `random.Random` whose every
+choice hypothesis records, so a failing program shrinks: fewer ops, smaller numbers.
+
+A search is derandomized (the same examples, in the same order, on every run) and keeps no
+example database: a student's run never depends on an earlier one, and a failure seen once
+is seen again on the next run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from grader.case.define import Case
+
+
+def randoms():
+    """A strategy of `random.Random`s whose choices hypothesis shrinks (towards small draws)."""
+    from hypothesis import strategies as st
+
+    return st.randoms(use_true_random=False, note_method_calls=False)
+
+
+def strategy(generate: Callable[[random.Random], Any]):
+    """Programs made by `generate(rng)`, drawn and shrunk by hypothesis."""
+    return randoms().map(generate)
+
+
+def search(
+    generate: Callable[[random.Random], Any],
+    make_case: Callable[[Any], Case],
+    show: Callable[[Any], str],
+    max_examples: int,
+):
+    """Decorate an ungraded `test(graded_case)` that hypothesis runs on `max_examples`
+    programs of `generate`, each checked as `make_case(program)`; a failing one is shrunk
+    and its code, `show(program)`, ends the failure message. Without hypothesis (the
+    grader's sandbox, which never runs these) the test is dropped."""
+    try:
+        from hypothesis import HealthCheck, Phase, given, settings
+    except ImportError:
+        return lambda test: None
+    import pytest
+
+    def decorate(test: Callable[..., None]):
+        def with_program(graded_case, program) -> None:
+            try:
+                graded_case(make_case(program))
+            except pytest.fail.Exception as failed:
+                message = f"{failed.msg}\n\nthe program:\n{show(program)}"
+                raise pytest.fail.Exception(message, pytrace=False) from None
+
+        with_program.__name__, with_program.__doc__ = test.__name__, test.__doc__
+        with_program.__module__ = test.__module__
+        searching = settings(
+            max_examples=max_examples,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            print_blob=False,
+            phases=[Phase.explicit, Phase.generate, Phase.shrink],
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )(given(program=strategy(generate))(with_program))
+        searching.__grader_search__ = True  # the pytest plugin keeps hypothesis from writing patches
+        return searching
+
+    return decorate
