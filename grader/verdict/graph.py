@@ -9,9 +9,10 @@ the same node the diagnostic names). A feedback page draws it (`report.draw.draw
 with that node highlighted. Only plain strings and numbers go in: a report outlives the
 grading run, and renderers never see a submission's objects.
 
-`ops` and `blame` serve the class dashboard: which ops a case exercises (from the oracle's
-tape, so the same for every student) and which op's rule (or which function) a failure is
-laid at, so an instructor sees which gradient rules the class gets wrong.
+`ops` and `blame` serve the class dashboard: which rules a case exercises (from the oracle's
+tape, so the same for every student) and which rule (or function) a failure is laid at,
+read off the diagnostic's first line so that the dashboard and the student's message agree;
+an instructor sees which gradient rules the class gets wrong.
 """
 
 from __future__ import annotations
