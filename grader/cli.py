@@ -1,6 +1,6 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--scope FILE]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR] [--scope FILE]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
@@ -111,6 +111,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for option, path in (("--results", args.results), ("--feedback", args.feedback)):
         if path:
             writable(path, option)
+    if args.pages:  # the directory may not exist yet: its nearest existing parent must take it
+        pages = Path(args.pages)
+        if pages.exists() and not pages.is_dir():
+            raise UserError(f"--pages {args.pages}: not a directory")
+        existing = next(p for p in (pages, *pages.parents) if p.exists())
+        writable(str(existing / "index.html"), "--pages")
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     suites = suites_dir(args.suites, args.suite)
     patterns = list(args.only_cases or ())
@@ -143,6 +149,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
             write_json(gradescope(report), args.results)
         if args.feedback:
             write_text(markdown(report, Audience.STUDENT), args.feedback)
+        if args.pages:
+            from grader.report.html import write_pages
+
+            name = submission.resolve().name or "submission"
+            write_pages({name: report}, Path(args.pages), args.hidden_visibility)
     except OSError as exc:  # checked before grading; the disk may still fill up
         raise UserError(f"writing the results failed: {exc}") from None
     return 0
@@ -258,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
+    p.add_argument(
+        "--pages",
+        metavar="DIR",
+        help="write HTML feedback here: students/<name>.html for the student, index.html for you",
+    )
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
     p.add_argument(
         "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
