@@ -67,10 +67,16 @@ GOOD = {
     "kind": "run",
     "id": "c",
     "results": {"a": {"data": [1.0], "shape": [], "dtype": "float64"}, "a.grad": None},
-    "tape": [{key: None for key in TAPE_KEYS} | {"value": {"data": [1.0], "shape": [], "dtype": "float64"}}],
+    "tape": [
+        {
+            "value": {"data": [1.0], "shape": [], "dtype": "float64"},
+            **dict.fromkeys(TAPE_KEYS[1:]),
+        }
+    ],
     "failure": None,
     "output": "",
     "notes": [],
+    "missing": [],
 }
 
 
@@ -104,6 +110,9 @@ def test_a_well_formed_run_parses():
         with_(notes=None),
         with_(notes=[1]),
         with_(notes=["a note"] * 100),
+        with_(missing=None),
+        with_(missing=[3]),
+        with_(missing=["tanh"] * 1000),
     ],
 )
 def test_anything_unexpected_is_malformed(message):
