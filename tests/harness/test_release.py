@@ -306,7 +306,8 @@ def classroom_result(student: StudentEnv, repo: Path, tmp_path: Path) -> dict:
     key, value = line.split("=", 1)
     assert key == "result" and len(value) < 128 * 1024  # one environment string for the reporter
     document = json.loads(base64.b64decode(value, validate=True))
-    assert json.dumps(document, separators=(",", ":")) == base64.b64decode(value).decode()  # compact
+    compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    assert compact == base64.b64decode(value).decode()
     jsonschema.validate(document, GRADER_OUTPUT)
     assert 0 <= sum(t["score"] for t in document["tests"]) <= document["max_score"]
     return document
