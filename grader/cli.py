@@ -5,7 +5,7 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--page
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
-release OUT [--assignment NAME]                          write the student bundle (exit 1 on a leak)
+release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
@@ -202,7 +202,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from grader.authoring.release import ReleaseError, release
 
     try:
-        made = release(Path(args.out), assignments=args.assignment)
+        made = release(Path(args.out), assignments=args.assignment, scopes=args.scope or [])
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -338,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="write the student bundle, checked for leaks")
     p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
     p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.add_argument(
+        "--scope",
+        metavar="FILE",
+        action="append",
+        help="grade the assignments it covers as it says (repeatable)",
+    )
     p.set_defaults(func=cmd_release)
     from grader.authoring.gradescope_zip import USER, Settings
 
