@@ -7,13 +7,14 @@ holds a `### BEGIN SOLUTION` region (a gradient rule, `backward`, the topologica
 That is what the template can pass: everything else reaches a `raise NotImplementedError`.
 
 `ReachingRunner` grades the reference in this process like `InProcessRunner` and watches
-each case's calls with `sys.setprofile` until the first call into such a function (then the
-hook is removed, so a gradient case pays only for its forward part).
+the calls of each case's own function with `sys.setprofile` until the first call into such a
+function (then the hook is removed, so a gradient case pays only for its forward part).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from pathlib import Path
 from types import FrameType
@@ -64,6 +65,8 @@ class ReachingRunner:
         self.reached: dict[str, bool] = {}
 
     def _watched(self, engine: InProcessEngine, case: Case) -> Run:
+        """Run `case`, watching the calls the case's own function makes (not the harness's:
+        the micrograd backend probes every op's rule afterwards, for its diagnostics)."""
         hit = False
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
@@ -72,12 +75,15 @@ class ReachingRunner:
                 hit = True
                 sys.setprofile(None)
 
-        previous = sys.getprofile()
-        sys.setprofile(hook)
-        try:
-            run = engine.run(case)
-        finally:
-            sys.setprofile(previous)
+        def watched(*args: Any) -> Any:
+            previous = sys.getprofile()
+            sys.setprofile(hook)
+            try:
+                return case.fn(*args)
+            finally:
+                sys.setprofile(previous)
+
+        run = engine.run(dataclasses.replace(case, fn=watched))
         self.reached[case.id] = hit
         return run
 
