@@ -1,10 +1,11 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR] [--scope FILE]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
-notebooks [--check]                                      write or check the nbgrader course's notebooks
+notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
+release OUT [--assignment NAME]                          write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
@@ -17,6 +18,7 @@ merge OUT SHARD.db...                                    combine shard gradebook
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import signal
 import sys
@@ -37,6 +39,7 @@ from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
 from grader.sandbox import Limits, SandboxError
 from grader.sandbox.engine import resolve_user
+from grader.scope import Scope, ScopeError, resolve
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -92,6 +95,14 @@ def suites_dir(given: str | None, suite: str) -> Path:
     return folder
 
 
+def scopes_of(files: list[str] | None, suites: Path) -> dict[str, Scope]:
+    """The `--scope` files, and the default scope of every assignment they do not cover."""
+    try:
+        return resolve(files or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
+    except ScopeError as exc:
+        raise UserError(str(exc)) from None
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
     submission = Path(args.submission)
@@ -101,17 +112,27 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for option, path in (("--results", args.results), ("--feedback", args.feedback)):
         if path:
             writable(path, option)
+    if args.pages:  # the directory may not exist yet: its nearest existing parent must take it
+        pages = Path(args.pages)
+        if pages.exists() and not pages.is_dir():
+            raise UserError(f"--pages {args.pages}: not a directory")
+        existing = next(p for p in (pages, *pages.parents) if p.exists())
+        writable(str(existing / "index.html"), "--pages")
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    suites = suites_dir(args.suites, args.suite)
+    patterns = list(args.only_cases or ())
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
-        suites_dir=suites_dir(args.suites, args.suite),
+        suites_dir=suites,
         sandbox=not args.in_process,
         limits=limits,
+        keep=(lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)) if patterns else None,
         visibility=args.hidden_visibility,
         user=args.user,
+        scopes=scopes_of(args.scope, suites),
     )
-    if not select_cases(submission, request):
+    if not select_cases(submission, request, oracle):
         raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
@@ -129,6 +150,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
             write_json(gradescope(report), args.results)
         if args.feedback:
             write_text(markdown(report, Audience.STUDENT), args.feedback)
+        if args.pages:
+            from grader.report.html import write_pages
+
+            name = submission.resolve().name or "submission"
+            write_pages({name: report}, Path(args.pages), args.hidden_visibility)
     except OSError as exc:  # checked before grading; the disk may still fill up
         raise UserError(f"writing the results failed: {exc}") from None
     return 0
@@ -154,15 +180,35 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     from grader.authoring.notebooks import check, generate
 
     reference, suites, course = Path(args.reference), Path(args.suites), Path(args.course)
+    scopes = scopes_of(args.scope, suites)
     if args.check:
-        problems = check(reference, suites, course)
+        problems = check(reference, suites, course, scopes=scopes)
         for problem in problems:
             print(problem)
         if problems:
             print("the course's notebooks are out of date: run `python -m grader notebooks`", file=sys.stderr)
         return 1 if problems else 0
-    for path in generate(reference, suites, course):
+    for path in generate(reference, suites, course, scopes=scopes):
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    """Exit 0 with a clean bundle in OUT; 1 when the bundle would leak (nothing written); 2
+    when it cannot be made as asked."""
+    from grader.authoring.release import ReleaseError, release
+
+    try:
+        made = release(Path(args.out), assignments=args.assignment)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if made.leaks:
+        for leak in made.leaks:
+            print(leak, file=sys.stderr)
+        print(f"release failed: {len(made.leaks)} leaks (listed above); nothing was written", file=sys.stderr)
+        return 1
+    print(f"wrote {made.out}: {len(made.files)} files, {made.size / 1024:.0f} KiB, no leak found")
     return 0
 
 
@@ -252,6 +298,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
+SCOPE_HELP = (
+    "a scope file (TOML): the ops and topics graded and their points; assignments it does not "
+    "cover keep grader/assignments/<name>/scope.toml (repeatable)"
+)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a user's mistake said in one line (exit status 2)."""
 
@@ -269,7 +321,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
+    p.add_argument(
+        "--pages",
+        metavar="DIR",
+        help="write HTML feedback here: students/<name>.html for the student, index.html for you",
+    )
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
+    p.add_argument(
+        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
+    )
     defaults = Limits()
     p.add_argument(
         "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"
@@ -294,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help=f"the graded suites (default ${SUITES_ENV}, else the kit's tests/)",
     )
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
@@ -319,8 +380,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=str(REPO / "reference"))
     p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument("--course", default=str(REPO / "assignments"))
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_notebooks)
 
+    p = sub.add_parser("release", help="write the student bundle, checked for leaks")
+    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.set_defaults(func=cmd_release)
     from grader.authoring.gradescope_zip import USER, Settings
 
     zipped = Settings()

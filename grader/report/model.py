@@ -16,7 +16,7 @@ cases in full, and hidden cases only as their visibility allows (Gradescope's wo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -51,7 +51,15 @@ class CaseResult:
     hidden: bool = False
     visibility: str = "visible"
     description: str = ""
+    #: what a not-graded case needs that the submission does not have
+    missing: list[str] = field(default_factory=list)
     seconds: float = 0.0  # how long the case ran on the submission
+    #: the ops the case exercises (the oracle's tape: the same for every submission)
+    ops: list[str] = field(default_factory=list)
+    #: the op rule (or "backward") a failure is laid at, "" when not one op
+    blame: str = ""
+    #: the expression around the wrong node, as plain data (`verdict.graph`), for pictures
+    graph: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -82,6 +90,8 @@ class TopicRow:
     total: int
     points: float
     max_points: float
+    #: cases that need an op the submission does not have (counted in `total`, 0 points)
+    not_graded: int = 0
 
 
 @dataclass
@@ -100,6 +110,15 @@ class Report:
     def max_score(self) -> float:
         return sum(r.max_points for r in self.results)
 
+    def not_graded(self, results: list[CaseResult] | None = None) -> dict[str, list[CaseResult]]:
+        """The cases not graded, by what they need ("tanh", "Tanh, EWisePow"), in the order
+        they came: one line per group in every rendering."""
+        groups: dict[str, list[CaseResult]] = {}
+        for r in self.results if results is None else results:
+            if r.status is Status.NOT_GRADED:
+                groups.setdefault(", ".join(r.missing), []).append(r)
+        return groups
+
     def topics(self, results: list[CaseResult] | None = None) -> list[TopicRow]:
         """One row per (assignment, topic), in the order the cases came."""
         rows: dict[tuple[str, str], TopicRow] = {}
@@ -107,6 +126,7 @@ class Report:
             row = rows.setdefault((r.assignment, r.topic), TopicRow(r.assignment, r.topic, 0, 0, 0.0, 0.0))
             row.total += 1
             row.passed += r.passed
+            row.not_graded += r.status is Status.NOT_GRADED
             row.points += r.points
             row.max_points += r.max_points
         return list(rows.values())
@@ -163,3 +183,12 @@ def view(report: Report, audience: Audience) -> View:
         sum(r.points for r in counted),
         sum(r.max_points for r in counted),
     )
+
+
+def with_hidden_visibility(report: Report, visibility: str) -> Report:
+    """The same report with every hidden case at `visibility` (how the course publishes
+    them now), for renderings asked for a visibility other than the one graded with."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    results = [replace(r, visibility=visibility) if r.hidden else r for r in report.results]
+    return replace(report, results=results)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd.backend import OPS, Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -19,6 +19,25 @@ def _number(x: Any) -> float:
     return float(x)
 
 
+#: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
+ATTRIBUTES = {
+    "add": "__add__", "radd": "__radd__", "sub": "__sub__", "rsub": "__rsub__",
+    "mul": "__mul__", "rmul": "__rmul__", "truediv": "__truediv__", "rtruediv": "__rtruediv__",
+    "pow": "__pow__", "neg": "__neg__",
+}  # fmt: skip
+
+
+def _probe(op: str, v: Any) -> Any:
+    """Apply `op` forward to the Value `v` (and the number 2.0, on the side the op says)."""
+    if op == "pow":
+        return v**2
+    if op == "neg":
+        return -v
+    if op in OPERATORS:
+        return OPERATORS[op](v, 2.0)
+    return getattr(v, op)()
+
+
 def requires_grad(raw: Any) -> Quantity | None:
     """A leaf's `requires_grad` as a flag, if it has a plain bool one (the contract has none)."""
     try:
@@ -28,27 +47,45 @@ def requires_grad(raw: Any) -> Quantity | None:
     return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
 
 
+def _children(node: Any) -> list[Any]:
+    """A node's inputs, each once (by identity: a student's Value may not be hashable)."""
+    return list({id(c): c for c in getattr(node, "_prev", ()) or ()}.values())
+
+
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     """The nodes an op created, between its output and its inputs, in topological order
     (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
-    running only `out._backward` would leave its inputs without a gradient."""
+    running only `out._backward` would leave its inputs without a gradient.
+
+    Kahn's algorithm from the output: a node is placed once every node of the op that uses
+    it has been (this file reaches students, so it is not the depth-first order their own
+    `backward()` is asked to write)."""
     stop = {id(x) for x in inputs}
-    order: list[Any] = []
-    seen = {id(out)}
-    stack: list[tuple[Any, bool]] = [(out, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        stack.append((node, True))  # after its children: post-order
+    nodes = {id(out): out}
+    frontier = [out]
+    while frontier:
+        node = frontier.pop()
         for child in getattr(node, "_prev", ()) or ():
-            if id(child) not in stop and id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, False))
-        if len(seen) > MAX_OP_NODES:
+            if id(child) not in stop and id(child) not in nodes:
+                nodes[id(child)] = child
+                frontier.append(child)
+        if len(nodes) > MAX_OP_NODES:
             return [out]
-    return order
+    users = dict.fromkeys(nodes, 0)
+    for node in nodes.values():
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] += 1
+    ready, placed = [out], []
+    while ready:
+        node = ready.pop()
+        placed.append(node)
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] -= 1
+                if users[id(child)] == 0:
+                    ready.append(child)
+    return placed[::-1]
 
 
 #: each module a case may need -> what it defines (found in the package itself when the
@@ -152,6 +189,24 @@ class MicrogradBackend(ScalarBackend):
 
     def make_value(self, x: float) -> Any:
         return self.Value(x)
+
+    def lacking(self, needs) -> list[str]:
+        """An op is lacking when `Value` has no such method or operator, or when applying it
+        to a fresh Value raises NotImplementedError in its forward computation. Only the
+        forward runs: a rule (`_backward`) that raises, as the untouched template's do, is
+        not looked at here, so it fails its cases instead of leaving them ungraded."""
+        return [need for need in needs if need in OPS and self._lacks(need)]
+
+    def _lacks(self, op: str) -> bool:
+        if getattr(self.Value, ATTRIBUTES.get(op, op), None) is None:
+            return True
+        try:
+            _probe(op, self.Value(1.5))
+        except NotImplementedError:
+            return True
+        except Exception:  # it exists and fails otherwise: its cases say how
+            return False
+        return False
 
     def backward(self, node) -> None:
         self.tape.mark_output(node)
