@@ -163,7 +163,7 @@ def check_leaks(options: Options) -> Row:
             wheel = build_wheel(options.repo, Path(tmp))
         except WheelError as exc:
             return Row("no solution leaks", False, str(exc))
-        found = [f"wheel: {leak}" for leak in leaks.scan(wheel, known)]
+        found = [f"wheel: {leak}" for leak in leaks.forbidden_files(wheel) + leaks.scan(wheel, known)]
         shipped = sorted(
             p.relative_to(wheel).as_posix()
             for p in wheel.rglob("*")
