@@ -8,6 +8,7 @@ notebooks [--check] [--scope FILE]                       write or check the nbgr
 release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
+check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
 demo                                                     grade the bundled examples
 grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
                                                          grade a class into a gradebook (grader.classgrade)
@@ -244,6 +245,57 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
 
 
+def mutant_count(text: str) -> int | None:
+    """`--mutants`: a number of mutants to grade, or `all` (None)."""
+    if text == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of mutants, or all") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count}: a number of mutants cannot be negative")
+    return count
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Exit 1 when a check fails, 0 when all pass."""
+    from rich.console import Console
+
+    from grader.authoring.check import Options, run, table
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: at least one process is needed")
+    suites = suites_dir(args.suites, "all")
+    reference = Path(args.reference)
+    names = tuple(args.assignment or NAMES)
+    absent = [name for name in names if not (reference / name).is_dir()]
+    if absent:
+        raise UserError(f"{reference} has no {', '.join(absent)}/: point --reference at the solutions")
+    options = Options(
+        repo=REPO,
+        reference=reference,
+        template=Path(args.template),
+        suites=suites,
+        course=Path(args.course),
+        assignments=names,
+        mutants=args.mutants,
+        jobs=args.jobs,
+        seed=args.seed,
+        oracle=Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir())),
+    )
+    errors = Console(stderr=True)
+    console = Console(width=max(Console().width, 150))  # the details are long; a pipe gets 80 columns
+    with errors.status("checking") as status:
+        rows = run(options, say=lambda text: status.update(text))
+    console.print(table(rows))
+    failed = [row.name for row in rows if not row.ok]
+    console.print(
+        f"{len(failed)} of {len(rows)} checks failed" if failed else f"all {len(rows)} checks passed"
+    )
+    return 1 if failed else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -376,6 +428,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the autograder's root (default $GRADER_AUTOGRADER_ROOT or /autograder)")
     p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
     p.set_defaults(func=cmd_autograde)
+
+    p = sub.add_parser("check", help="verify an assignment before release; exit 1 if a check fails")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="check only this (repeatable)")
+    p.add_argument(
+        "--mutants",
+        type=mutant_count,
+        default=None,
+        metavar="N|all",
+        help="how many mutants of the reference to grade (default all)",
+    )
+    p.add_argument("--jobs", type=int, default=2, help="mutants graded at once (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="the mutants' order (default %(default)s)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--reference", default=str(REPO / "reference"), help=argparse.SUPPRESS)
+    p.add_argument("--template", default=str(REPO / "student_template"), help=argparse.SUPPRESS)
+    p.add_argument("--course", default=str(REPO / "assignments"), help=argparse.SUPPRESS)
+    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
