@@ -1,7 +1,7 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR] [--scope FILE]
-          [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
+          [--scope FILE] [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
