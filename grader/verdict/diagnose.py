@@ -599,3 +599,8 @@ def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment:
         head = "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
         return head + mlp_note(expected, assignment)
     return f"{head}{mlp_note(expected, assignment)}\nresults that differ:\n{listing}"
+
+
+def op_name(tape: Tape, i: int) -> str:
+    """Step i's op as messages name it (`truediv (EWiseDiv)` on a tensor tape)."""
+    return _op(tape, i)

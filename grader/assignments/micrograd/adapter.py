@@ -47,34 +47,45 @@ def requires_grad(raw: Any) -> Quantity | None:
     return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
 
 
+def _children(node: Any) -> list[Any]:
+    """A node's inputs, each once (by identity: a student's Value may not be hashable)."""
+    return list({id(c): c for c in getattr(node, "_prev", ()) or ()}.values())
+
+
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
-    """The nodes an op created, between its output and its inputs, each after every node
-    that uses it (`out` first): the order to run their rules in. An op built from other ops
-    (`tanh` as `(e - n) / (e + n)`) has several: running only `out._backward` would leave
-    its inputs without a gradient."""
+    """The nodes an op created, between its output and its inputs, in topological order
+    (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
+    running only `out._backward` would leave its inputs without a gradient.
+
+    Kahn's algorithm from the output: a node is placed once every node of the op that uses
+    it has been (this file reaches students, so it is not the depth-first order their own
+    `backward()` is asked to write)."""
     stop = {id(x) for x in inputs}
-    children = lambda node: [c for c in getattr(node, "_prev", ()) or () if id(c) not in stop]
-    nodes, frontier = {id(out): out}, [out]
+    nodes = {id(out): out}
+    frontier = [out]
     while frontier:
-        for child in children(frontier.pop()):
-            if id(child) not in nodes:
+        node = frontier.pop()
+        for child in getattr(node, "_prev", ()) or ():
+            if id(child) not in stop and id(child) not in nodes:
                 nodes[id(child)] = child
                 frontier.append(child)
         if len(nodes) > MAX_OP_NODES:
             return [out]
-    waiting = dict.fromkeys(nodes, 0)  # consumers whose rule has not run yet
+    users = dict.fromkeys(nodes, 0)
     for node in nodes.values():
-        for child in children(node):
-            waiting[id(child)] += 1
-    order, ready = [], [out]  # Kahn's order from the output
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] += 1
+    ready, placed = [out], []
     while ready:
         node = ready.pop()
-        order.append(node)
-        for child in children(node):
-            waiting[id(child)] -= 1
-            if waiting[id(child)] == 0:
-                ready.append(child)
-    return order
+        placed.append(node)
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] -= 1
+                if users[id(child)] == 0:
+                    ready.append(child)
+    return placed[::-1]
 
 
 #: each module a case may need -> what it defines (found in the package itself when the
@@ -222,7 +233,7 @@ class MicrogradBackend(ScalarBackend):
     def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
         """Run the rules of every node the op created, from `out` back to `inputs`."""
         out.grad = out_grad
-        for node in op_nodes(out, inputs):
+        for node in reversed(op_nodes(out, inputs)):
             node._backward()
 
     def value_of(self, raw: Any) -> Quantity:
