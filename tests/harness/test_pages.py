@@ -254,3 +254,16 @@ def test_the_pages_load_cleanly_and_show_the_chart_and_the_graph(browser, klass,
     assert red > 0.005  # the wrong node, filled in red
     for student in klass:
         assert load(browser, tmp_path / "students" / html.page_name(student)) == []
+
+
+def test_the_dashboard_blames_from_the_message_when_a_store_kept_only_that(klass):
+    """A gradebook may keep each case's message but not `blame`, `ops` or the graph."""
+    from dataclasses import replace
+
+    stored = {
+        s: replace(r, results=[replace(c, blame="", ops=[], graph=None) for c in r.results])
+        for s, r in klass.items()
+    }
+    board = html.dashboard(stored)
+    rows = dict(re.findall(r"<tr><td>([^<]+)</td><td></td><td class=\"num\">(\d+)</td></tr>", board))
+    assert {op: int(rows[op]) for op in RULE_BUGS.values()} == {op: 1 for op in RULE_BUGS.values()}
