@@ -1,13 +1,14 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR] [--scope FILE]
-          [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
+          [--scope FILE] [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
 release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
+check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
 demo                                                     grade the bundled examples
 grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
                                                          grade a class into a gradebook (grader.classgrade)
@@ -55,9 +56,11 @@ def writable(path: str, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{option} {path}: is a directory")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer creates the missing folders: they go here
     if not parent.is_dir():
-        raise UserError(f"{option} {path}: the directory {parent} does not exist")
+        raise UserError(f"{option} {path}: {parent} is not a directory")
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"{option} {path}: not writable")
     try:  # as the writer will: a temporary file beside it, renamed
@@ -131,15 +134,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
         user=args.user,
         scopes=scopes_of(args.scope, suites),
     )
-    if not select_cases(submission, request, oracle):
-        raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
+        if not select_cases(submission, request, oracle):
+            raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
         report = grade_submission(args.submission, request, oracle)
+    except UserError:
+        raise
     except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
         print(f"grader: {exc}", file=sys.stderr)
         return 2
-    except Exception:  # the grader's own failure, not the submission's
+    except Exception:  # the grader's own failure (or its suites'), not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
@@ -238,6 +243,57 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     from grader.autograder import main as autograde
 
     return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
+
+
+def mutant_count(text: str) -> int | None:
+    """`--mutants`: a number of mutants to grade, or `all` (None)."""
+    if text == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of mutants, or all") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count}: a number of mutants cannot be negative")
+    return count
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Exit 1 when a check fails, 0 when all pass."""
+    from rich.console import Console
+
+    from grader.authoring.check import Options, run, table
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: at least one process is needed")
+    suites = suites_dir(args.suites, "all")
+    reference = Path(args.reference)
+    names = tuple(args.assignment or NAMES)
+    absent = [name for name in names if not (reference / name).is_dir()]
+    if absent:
+        raise UserError(f"{reference} has no {', '.join(absent)}/: point --reference at the solutions")
+    options = Options(
+        repo=REPO,
+        reference=reference,
+        template=Path(args.template),
+        suites=suites,
+        course=Path(args.course),
+        assignments=names,
+        mutants=args.mutants,
+        jobs=args.jobs,
+        seed=args.seed,
+        oracle=Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir())),
+    )
+    errors = Console(stderr=True)
+    console = Console(width=max(Console().width, 150))  # the details are long; a pipe gets 80 columns
+    with errors.status("checking") as status:
+        rows = run(options, say=lambda text: status.update(text))
+    console.print(table(rows))
+    failed = [row.name for row in rows if not row.ok]
+    console.print(
+        f"{len(failed)} of {len(rows)} checks failed" if failed else f"all {len(rows)} checks passed"
+    )
+    return 1 if failed else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -372,6 +428,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the autograder's root (default $GRADER_AUTOGRADER_ROOT or /autograder)")
     p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
     p.set_defaults(func=cmd_autograde)
+
+    p = sub.add_parser("check", help="verify an assignment before release; exit 1 if a check fails")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="check only this (repeatable)")
+    p.add_argument(
+        "--mutants",
+        type=mutant_count,
+        default=None,
+        metavar="N|all",
+        help="how many mutants of the reference to grade (default all)",
+    )
+    p.add_argument("--jobs", type=int, default=2, help="mutants graded at once (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="the mutants' order (default %(default)s)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--reference", default=str(REPO / "reference"), help=argparse.SUPPRESS)
+    p.add_argument("--template", default=str(REPO / "student_template"), help=argparse.SUPPRESS)
+    p.add_argument("--course", default=str(REPO / "assignments"), help=argparse.SUPPRESS)
+    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)

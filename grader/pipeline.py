@@ -211,7 +211,9 @@ def verdict(
         message = ""
     else:
         message = diagnose(expected, actual, mismatches, case.assignment)
-    graph, blamed = case_graph(expected, actual, message) if status is Status.FAILED else (None, "")
+    graph, blamed = (
+        case_graph(expected, actual, case.assignment, message) if status is Status.FAILED else (None, "")
+    )
     if actual.failure is not None and actual.failure.where:
         blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
     hidden = case.suite == "hidden"
@@ -229,7 +231,7 @@ def verdict(
         description=case.description,
         missing=list(actual.missing) if status is Status.NOT_GRADED else [],
         seconds=actual.seconds,
-        ops=case_ops(expected),
+        ops=case_ops(expected, case.assignment),
         blame=blamed,
         graph=graph,
     )

@@ -59,7 +59,7 @@ pre.printed { border-left-color: #999; }
 .bar > span { display: block; height: 100%; background: #2ca02c; }
 .ok { color: #1a7f37; } .bad { color: #b42318; } .muted { color: #666; }
 .case { border-top: 1px solid #ddd; padding-top: .3rem; }
-.graph svg { max-width: 100%; height: auto; }
+.graph { overflow-x: auto; } .graph svg { height: auto; }
 .note { background: #fff3c4; padding: .4rem .7rem; }
 """
 
@@ -139,10 +139,11 @@ def _failure(r: CaseResult) -> list[str]:
 # ---- the student's page ----
 
 
-def student_page(report: Report, visibility: str = DEFAULT_HIDDEN_VISIBILITY) -> str:
-    """One student's feedback, with hidden cases shown as `visibility` allows."""
+def student_page(report: Report, visibility: str = DEFAULT_HIDDEN_VISIBILITY, name: str | None = None) -> str:
+    """One student's feedback, with hidden cases shown as `visibility` allows; titled with
+    `name` (the student's id), else the submission directory's name."""
     seen = view(with_hidden_visibility(report, visibility), Audience.STUDENT)
-    name = Path(report.submission).name or report.submission
+    name = name or Path(report.submission).name or report.submission
     body = [
         f"<h1>Grading feedback: {escape(name)}</h1>",
         f'<p class="score" id="score">Score: {_points(seen.score)} / {_points(seen.max_score)}</p>',
@@ -188,7 +189,7 @@ def histogram_svg(percents: list[float], bins: int = BINS, width: int = 640, hei
     for p in percents:
         counts[min(bins - 1, max(0, int(p * bins / 100)))] += 1
     top = max(counts, default=0) or 1
-    left, bottom, pad = 40, 30, 10
+    left, bottom, pad = 40, 30, 24
     plot_w, plot_h = width - left - pad, height - bottom - pad
     bar_w = plot_w / bins
     parts = [
@@ -351,5 +352,5 @@ def write_pages(reports: dict[str, Report], out: Path, visibility: str = DEFAULT
     under `out/students/` (named by `page_name`), each written atomically."""
     out = Path(out)
     for student, report in reports.items():
-        write_text(student_page(report, visibility), out / "students" / page_name(student))
+        write_text(student_page(report, visibility, student), out / "students" / page_name(student))
     write_text(dashboard(reports), out / "index.html")
