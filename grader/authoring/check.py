@@ -79,11 +79,24 @@ def graded(directory: Path, cases: list[Case], oracle: Oracle) -> Report:
     return grade(directory, cases, oracle, InProcessRunner())
 
 
-def graded_reference(options: Options, cases: list[Case]) -> tuple[Report, set[str]]:
-    """The reference's report, and the ids of its forward cases (`grader.authoring.forward`)."""
-    runner = ReachingRunner(solution_functions(options.reference, options.assignments))
+@dataclass
+class Graded:
+    """The reference's report, its forward cases, and the reference's functions each case's
+    run called (`grader.authoring.forward`)."""
+
+    report: Report
+    forward: set[str]
+    calls: dict[str, set[tuple[str, int]]]
+
+
+def graded_reference(options: Options, cases: list[Case]) -> Graded:
+    files = {
+        str(p.resolve()) for name in options.assignments for p in (options.reference / name).rglob("*.py")
+    }
+    runner = ReachingRunner(solution_functions(options.reference, options.assignments), files)
     report = grade(options.reference, cases, options.oracle, runner)
-    return report, {c.id for c in cases if not runner.reached.get(c.id, True)}
+    forward = {c.id for c in cases if not runner.reached.get(c.id, True)}
+    return Graded(report, forward, runner.calls)
 
 
 def check_reference(report: Report) -> Row:
@@ -191,19 +204,28 @@ def timeouts(cases: list[Case], reference: Report, oracle: Oracle) -> dict[str, 
 def check_mutants(
     options: Options,
     cases: list[Case],
-    reference: Report,
+    reference: Graded,
     progress: Callable[[int, int], None] | None = None,
 ) -> Row:
     every = mutants.ordered(mutants.mutants(options.reference, options.assignments), options.seed)
     chosen = every if options.mutants is None else every[: options.mutants]
+    root = options.reference.resolve()
+
+    def reaches(mutant: mutants.Mutant, case: Case) -> bool:
+        """Whether the case's run on the reference called the function the mutant changes
+        (unknown, say the reference failed to load: assume it does)."""
+        calls = reference.calls.get(case.id)
+        return calls is None or (str(root / mutant.path), mutant.function) in calls
+
     kills = killing.kill(
         chosen,
         cases,
         options.oracle.expected,
         options.reference,
-        timeouts(cases, reference, options.oracle),
+        timeouts(cases, reference.report, options.oracle),
         jobs=options.jobs,
         progress=progress,
+        reaches=reaches,
     )
     survivors = kills.survivors
     pools = Counter(m.pool for m in chosen)
@@ -229,10 +251,10 @@ def run(options: Options, say: Callable[[str], None] = lambda text: None) -> lis
     rows = [check_topics(cases, options.suites)]
     say("grading the reference")
     options.oracle.prepare(cases)
-    reference, forward = graded_reference(options, cases)
-    rows.append(check_reference(reference))
+    reference = graded_reference(options, cases)
+    rows.append(check_reference(reference.report))
     say("grading the template")
-    rows.append(check_template(graded(options.template, cases, options.oracle), forward, cases))
+    rows.append(check_template(graded(options.template, cases, options.oracle), reference.forward, cases))
     say("comparing the generated files")
     rows.append(check_sync(options))
     say("building the wheel and scanning for leaks")

@@ -7,15 +7,18 @@ holds a `### BEGIN SOLUTION` region (a gradient rule, `backward`, the topologica
 That is what the template can pass: everything else reaches a `raise NotImplementedError`.
 
 `ReachingRunner` grades the reference in this process like `InProcessRunner` and watches
-the calls of each case's own function with `sys.setprofile` until the first call into such a
-function (then the hook is removed, so a gradient case pays only for its forward part).
+each case's calls with `sys.setprofile`: whether its own function called such a function,
+and which of the reference's functions its whole run called. The second tells `grader check`
+which cases a mutant can change at all: one in a function a case never calls cannot.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -56,44 +59,71 @@ def solution_functions(reference: Path, assignments: tuple[str, ...] | list[str]
     return found
 
 
-class ReachingRunner:
-    """The in-process engine, noting for each case whether it reached a solution function."""
+Code = tuple[str, int]  # (co_filename, co_firstlineno): a function of the reference
 
-    def __init__(self, functions: set[tuple[str, int]]) -> None:
+
+class ReachingRunner:
+    """The in-process engine, noting for each case whether its own function reached a
+    solution function, and every function of the reference the case's run called at all."""
+
+    def __init__(self, functions: set[Code], files: set[str]) -> None:
         self.functions = functions
+        self.files = files  # the reference's resolved module files
         #: case id -> whether it called a function holding a solution region
         self.reached: dict[str, bool] = {}
+        #: case id -> the reference's functions its run called (with those run on import)
+        self.calls: dict[str, set[Code]] = {}
 
-    def _watched(self, engine: InProcessEngine, case: Case) -> Run:
-        """Run `case`, watching the calls the case's own function makes (not the harness's:
-        the micrograd backend probes every op's rule afterwards, for its diagnostics)."""
-        hit = False
+    def _profiled(self, run: Callable[[], Any], calls: set[Code], inside: list[bool]) -> Any:
+        """`run()`, noting the reference's functions it calls, and in `inside[1]` whether a
+        solution function was called while `inside[0]` (the case's own function runs)."""
+        files = self.files
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
-            nonlocal hit
-            if event == "call" and (frame.f_code.co_filename, frame.f_code.co_firstlineno) in self.functions:
-                hit = True
-                sys.setprofile(None)
+            if event == "call" and frame.f_code.co_filename in files:
+                code = (frame.f_code.co_filename, frame.f_code.co_firstlineno)
+                calls.add(code)
+                if inside[0] and code in self.functions:
+                    inside[1] = True
+
+        previous = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            return run()
+        finally:
+            sys.setprofile(previous)
+
+    def _watched(self, engine: InProcessEngine, case: Case, on_import: set[Code]) -> Run:
+        """Run `case`, telling the calls of the case's own function from the harness's (the
+        micrograd backend probes every op's rule afterwards, for its diagnostics)."""
+        calls: set[Code] = set(on_import)
+        inside = [False, False]
 
         def watched(*args: Any) -> Any:
-            previous = sys.getprofile()
-            sys.setprofile(hook)
+            inside[0] = True
             try:
                 return case.fn(*args)
             finally:
-                sys.setprofile(previous)
+                inside[0] = False
 
-        run = engine.run(dataclasses.replace(case, fn=watched))
-        self.reached[case.id] = hit
+        run = self._profiled(lambda: engine.run(dataclasses.replace(case, fn=watched)), calls, inside)
+        self.reached[case.id] = inside[1]
+        self.calls[case.id] = calls
         return run
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines: dict[str, InProcessEngine | SubmissionError] = {}
+        on_import: dict[str, set[Code]] = {}
         runs: list[Run] = []
         for case in cases:
             if case.assignment not in engines:
+                on_import[case.assignment] = set()
                 try:
-                    engines[case.assignment] = InProcessEngine(submission, case.assignment)
+                    engines[case.assignment] = self._profiled(
+                        functools.partial(InProcessEngine, submission, case.assignment),
+                        on_import[case.assignment],
+                        [False, False],
+                    )
                 except SubmissionError as exc:
                     engines[case.assignment] = exc
             engine = engines[case.assignment]
@@ -101,6 +131,6 @@ class ReachingRunner:
                 runs.append(Run(fault=str(engine)))
                 self.reached[case.id] = True  # unknown: not counted as forward
             else:
-                runs.append(self._watched(engine, case))
+                runs.append(self._watched(engine, case, on_import[case.assignment]))
         notes = [n for e in engines.values() if not isinstance(e, SubmissionError) for n in e.notes]
         return Runs(runs, notes=notes)

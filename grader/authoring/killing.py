@@ -7,8 +7,9 @@ cases and sends each run back as plain data; the comparison with PyTorch's answe
 here. A case is *killed* when some mutant fails it, as grading would: wrong numbers, an
 error, or running out of time.
 
-Only the cases still alive when a mutant starts are run on it: which cases end up killed
-does not depend on that (a case is killed iff some mutant fails it), only the time spent.
+Only the cases still alive when a mutant starts are run on it, and of those only the ones
+that call the function it changes (`reaches`; the rest cannot notice): which cases end up
+killed does not depend on that (a case is killed iff some mutant fails it), only the time.
 
 Limits are grading's own: a case may take `Limits().timeout` or SLOWER times as long as the
 reference took, whichever is longer; once a mutant has hung REPEATS times, its later cases get
@@ -180,9 +181,10 @@ def kill(
     timeouts: dict[str, float],
     jobs: int = 2,
     progress: Callable[[int, int], None] | None = None,
+    reaches: Callable[[Mutant, Case], bool] = lambda mutant, case: True,
 ) -> Kills:
     """Run every mutant (in order, `jobs` at a time) on the cases of its assignment that no
-    earlier mutant has killed yet."""
+    earlier mutant has killed yet and that `reaches` says it can change."""
     started = time.perf_counter()
     result = Kills([c.id for c in cases])
     by_id = {c.id: c for c in cases}
@@ -220,7 +222,9 @@ def kill(
             while queue and len(running) < jobs:
                 mutant = queue.pop(0)
                 ids = [
-                    c.id for c in cases if c.assignment == mutant.assignment and c.id not in result.killers
+                    c.id
+                    for c in cases
+                    if c.assignment == mutant.assignment and c.id not in result.killers and reaches(mutant, c)
                 ]
                 if not ids:
                     result.skipped += 1

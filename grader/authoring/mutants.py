@@ -78,6 +78,7 @@ class Mutant:
     path: str  # relative to reference/: `micrograd/engine.py`
     line: int
     site: str  # the function it is in: `Value.__mul__._backward`
+    function: int  # that function's first line, as its code object has it (`co_firstlineno`)
     pool: str  # "solution" or "forward"
     what: str  # the slip, in words
     text: str = ""  # the module's whole new text
@@ -183,36 +184,42 @@ def _spots(node: ast.AST) -> Iterator[Spot]:
             yield Spot(node, "pass", f"leave out `{first[:60]}`")
 
 
+def first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The line a function's code object starts at (`co_firstlineno`): its first decorator's."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
 class _Sites(ast.NodeVisitor):
-    """Each node inside a function, with the function's qualified name."""
+    """Each node inside a function, with the innermost function's qualified name and first
+    line (a mutant there changes nothing for a case that never calls that function)."""
 
     def __init__(self) -> None:
-        self.stack: list[str] = []
-        self.found: list[tuple[ast.AST, str]] = []
-        self.in_fstring = 0
+        self.names: list[str] = []
+        self.lines: list[int] = []
+        self.found: list[tuple[ast.AST, str, int]] = []
 
-    def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        self.stack.append(node.name)
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.names.append(node.name)
         for child in node.body:
             self.visit(child)
-        self.stack.pop()
+        self.names.pop()
 
-    visit_ClassDef = _scope
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self.stack.append(node.name)
-        self.function_depth = getattr(self, "function_depth", 0) + 1
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.names.append(node.name)
+        self.lines.append(first_line(node))
         for child in node.body:
             self.visit(child)
-        self.function_depth -= 1
-        self.stack.pop()
+        self.lines.pop()
+        self.names.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         return None  # an f-string's parts are messages, not arithmetic
 
     def generic_visit(self, node: ast.AST) -> None:
-        if getattr(self, "function_depth", 0) and not isinstance(node, (ast.arguments, ast.expr_context)):
-            self.found.append((node, ".".join(self.stack)))
+        if self.lines and not isinstance(node, (ast.arguments, ast.expr_context)):
+            self.found.append((node, ".".join(self.names), self.lines[-1]))
         super().generic_visit(node)
 
 
@@ -246,7 +253,7 @@ def mutants_of(text: str, path: str, assignment: str) -> list[Mutant]:
     starts = _line_starts(source)
     seen = {text}
     found = []
-    for node, site in visitor.found:
+    for node, site, function in visitor.found:
         if not hasattr(node, "lineno"):
             continue
         for spot in _spots(node):
@@ -272,6 +279,7 @@ def mutants_of(text: str, path: str, assignment: str) -> list[Mutant]:
                     path=path,
                     line=span[0],
                     site=site,
+                    function=function,
                     pool=pool,
                     what=spot.what,
                     text=new,

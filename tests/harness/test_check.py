@@ -115,9 +115,19 @@ def test_a_case_no_mutant_fails_is_named(small_suites):
         mutants=40,
         oracle=Oracle(default_cache_dir()),
     )
-    reference, forward = check.graded_reference(options, cases)
-    assert check.check_reference(reference).ok
-    assert forward == {"needle/test_small::constant"}  # it calls no gradient at all
+    reference = check.graded_reference(options, cases)
+    assert check.check_reference(reference.report).ok
+    assert reference.forward == {"needle/test_small::constant"}  # it calls no gradient at all
+    # what each case's run called: a mutant elsewhere is not run on it
+    rules = solution_functions(REPO / "reference", ["needle"])
+    assert not reference.calls["needle/test_small::constant"] & rules
+    ops = REPO / "reference" / "needle" / "ops.py"
+    mul = next(
+        m
+        for m in mutants.mutants_of(ops.read_text(), "needle/ops.py", "needle")
+        if m.site == "EWiseMul.gradient"
+    )
+    assert (str(ops.resolve()), mul.function) in reference.calls["needle/test_small::mul_gradient"]
     verdict = check.check_mutants(options, cases, reference)
     assert not verdict.ok and verdict.name == ROWS["mutants"]
     assert "no mutant fails: needle/test_small::constant" in verdict.detail
