@@ -35,7 +35,7 @@ from grader.verdict.oracle import Oracle, default_cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
-#: a case may take this many times as long as the oracle took for it (a million-node graph)
+#: a case may take this many times as long as the oracle took for it (a 10**5-node graph)
 SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`
 ISOLATION = {

@@ -21,7 +21,7 @@ import pytest
 from grader.case.define import Case
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
-from grader.pipeline import InProcessEngine, verdict
+from grader.pipeline import SUITES_DIR, InProcessEngine, verdict
 from grader.report.model import Report
 from grader.report.terminal import topic_lines
 from grader.verdict.oracle import Oracle, default_cache_dir
@@ -114,11 +114,15 @@ class _State:
         return self.engines[assignment]
 
     def expected(self, case: Case) -> Run:
-        """The oracle's run, reading (or writing) the whole suite's disk cache at once."""
+        """The oracle's run, reading (or writing) the whole suite's disk cache at once. A
+        search's programs are the same on every run (derandomized), so their runs are cached
+        too, one file per assignment: a warm run needs no PyTorch."""
         key = self.group_of.get(case.id)
         if key is not None and key not in self.prepared:
             self.prepared.add(key)
             self.oracle.prepare(self.groups[key].values(), key[2])
+        elif key is None and case.suite == "search":
+            self.oracle.prepare([case], SUITES_DIR)
         return self.oracle.expected(case)
 
     def check(self, case: Case, graded: bool = True) -> None:

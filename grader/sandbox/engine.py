@@ -223,6 +223,7 @@ class SandboxEngine:
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run
             worker.proceed()
+        worker.finish()
         return []
 
     def _local(self, text: str, work: Path) -> str:

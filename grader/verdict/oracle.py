@@ -144,6 +144,8 @@ class Oracle:
         #: how long PyTorch took for each case: a yardstick for the submission's timeout
         self.seconds: dict[str, float] = {}
         self._warm = False
+        #: cache file -> what it holds (read once per process, extended as cases run)
+        self._files: dict[Path, dict[str, Any]] = {}
 
     def expected(self, case: Case) -> Run:
         if case.id not in self._runs:
@@ -170,7 +172,9 @@ class Oracle:
             if self.cache_dir is not None:
                 key = suite_key(where, assignment, suite)
                 path = self.cache_dir / f"{assignment}-{suite}-{key}.json"
-                stored = self._load(path)
+                if path not in self._files:
+                    self._files[path] = self._load(path)
+                stored = self._files[path]
                 group = [case for case in group if case.id not in self._runs]
                 if not group:
                     continue
