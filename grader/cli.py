@@ -5,53 +5,131 @@ grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check]                                      write or check the nbgrader course's notebooks
+gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
+autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
+grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
+                                                         grade a class into a gradebook (grader.classgrade)
+merge OUT SHARD.db...                                    combine shard gradebooks
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
+from grader import __version__
 from grader.assignments import NAMES
-from grader.pipeline import REPO, SUITES_DIR, Request, grade_submission
+from grader.pipeline import REPO, SUITES_DIR, SUITES_ENV, Request, grade_submission, select_cases, suites_for
 from grader.report.gradescope import gradescope, write_json, write_text
 from grader.report.markdown import markdown
 from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
-from grader.sandbox import Limits
+from grader.sandbox import Limits, SandboxError
+from grader.sandbox.engine import resolve_user
 from grader.verdict.oracle import Oracle, default_cache_dir
+
+
+class UserError(Exception):
+    """A mistake in the command: said in one line, exit status 2, before any grading."""
+
+
+#: the least memory a worker may have: Python and numpy take about 100 MiB of address space
+MIN_MEMORY = 256
+
+
+def writable(path: str, option: str) -> None:
+    """`path` can be written (checked before grading, so the work is not lost after it)."""
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"{option} {path}: is a directory")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: the directory {parent} does not exist")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UserError(f"{option} {path}: not writable")
+    try:  # as the writer will: a temporary file beside it, renamed
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from None
+
+
+def check_limits(timeout: float, budget: float, memory: int) -> Limits:
+    """The sandbox's limits, or `UserError` for one no correct submission could grade under."""
+    if not timeout > 0:
+        raise UserError(f"--timeout {timeout:g}: must be more than 0 seconds")
+    if not budget > 0:
+        raise UserError(f"--budget {budget:g}: must be more than 0 seconds")
+    if memory < MIN_MEMORY:
+        raise UserError(
+            f"--memory {memory}: must be at least {MIN_MEMORY} MiB (Python and numpy need about 100)"
+        )
+    return Limits(timeout=timeout, budget=budget, memory=memory)
+
+
+def suites_dir(given: str | None, suite: str) -> Path:
+    """The graded suites: --suites, else $GRADER_SUITES, else the checkout's tests/."""
+    folder = Path(given or os.environ.get(SUITES_ENV) or SUITES_DIR)
+    wanted = suites_for(suite)
+    if not any((folder / name).is_dir() for name in wanted):
+        source = "--suites" if given else f"${SUITES_ENV}" if os.environ.get(SUITES_ENV) else "the default"
+        raise UserError(
+            f"no graded suites in {folder} ({source}; expected {'/ or '.join(wanted)}/ in it): "
+            f"point --suites or ${SUITES_ENV} at the kit's tests/ folder (an installed grader has none)"
+        )
+    return folder
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
-    limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
+    submission = Path(args.submission)
+    if not submission.exists():
+        raise UserError(f"{args.submission}: no such file or directory")
+    limits = check_limits(args.timeout, args.budget, args.memory)
+    for option, path in (("--results", args.results), ("--feedback", args.feedback)):
+        if path:
+            writable(path, option)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
-        suites_dir=Path(args.suites),
+        suites_dir=suites_dir(args.suites, args.suite),
         sandbox=not args.in_process,
         limits=limits,
         visibility=args.hidden_visibility,
+        user=args.user,
     )
+    if not select_cases(submission, request):
+        raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
+        resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
         report = grade_submission(args.submission, request, oracle)
+    except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
     except Exception:  # the grader's own failure, not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
     print_report(report, audience=Audience(args.audience))
-    if args.results:
-        write_json(gradescope(report), args.results)
-    if args.feedback:
-        write_text(markdown(report, Audience.STUDENT), args.feedback)
+    try:
+        if args.results:
+            write_json(gradescope(report), args.results)
+        if args.feedback:
+            write_text(markdown(report, Audience.STUDENT), args.feedback)
+    except OSError as exc:  # checked before grading; the disk may still fill up
+        raise UserError(f"writing the results failed: {exc}") from None
     return 0
 
 
@@ -87,14 +165,51 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gradescope(args: argparse.Namespace) -> int:
+    from grader.authoring.gradescope_zip import BuildError, Settings, build
+
+    settings = Settings(
+        assignments=list(args.assignment or NAMES),
+        suite=args.suite,
+        visibility=args.hidden_visibility,
+        user=args.user,
+        timeout=args.timeout,
+        budget=args.budget,
+        memory=args.memory,
+    )
+    settings.run_seconds = args.run_seconds
+    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    try:
+        out = build(Path(args.out), settings, Path(args.suites), oracle=oracle)
+    except BuildError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): upload it as the assignment's autograder")
+    return 0
+
+
+def cmd_autograde(args: argparse.Namespace) -> int:
+    from grader.autograder import main as autograde
+
+    return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
     return run_demo()
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a user's mistake said in one line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grader", description=__doc__.split("\n")[0])
+    parser = Parser(prog="grader", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("grade", help="grade one submission directory")
@@ -110,13 +225,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--budget", type=float, default=defaults.budget, help="seconds in all (default %(default)s)"
     )
-    p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker (default %(default)s)")
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=defaults.memory,
+        help="MiB per worker (default %(default)s, at least 256)",
+    )
     p.add_argument("--in-process", action="store_true", help="no sandbox: only for trusted code")
+    p.add_argument("--user", help="run the submission as this unprivileged user (the grader runs as root)")
     p.add_argument(
         "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
     )
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument(
+        "--suites",
+        metavar="DIR",
+        help=f"the graded suites (default ${SUITES_ENV}, else the kit's tests/)",
+    )
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
@@ -144,8 +269,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--course", default=str(REPO / "assignments"))
     p.set_defaults(func=cmd_notebooks)
 
+    from grader.authoring.gradescope_zip import USER, Settings
+
+    zipped = Settings()
+    p = sub.add_parser("gradescope", help="build the autograder zip to upload to Gradescope")
+    p.add_argument("out", metavar="OUT.zip")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this (repeatable)")
+    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
+    p.add_argument("--timeout", type=float, default=zipped.timeout, help="seconds per case (%(default)s)")
+    p.add_argument("--budget", type=float, default=zipped.budget, help="seconds for all cases (%(default)s)")
+    p.add_argument(
+        "--run-seconds",
+        type=float,
+        default=zipped.run_seconds,
+        help="after this, results.json is written whatever happened (%(default)s)",
+    )
+    p.add_argument(
+        "--memory", type=int, default=zipped.memory, help="MiB per worker (%(default)s: fits in 768 MB)"
+    )
+    p.add_argument("--user", default=USER, help="the unprivileged user submissions run as (%(default)s)")
+    p.add_argument(
+        "--hidden-visibility", default="after_published", choices=VISIBILITIES, help="(%(default)s)"
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="oracle cache used while building")
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_gradescope)
+
+    p = sub.add_parser("autograde", help="grade /autograder/submission as Gradescope's run_autograder")
+    p.add_argument("--root", help="the autograder's root (default $GRADER_AUTOGRADER_ROOT or /autograder)")
+    p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
+    p.set_defaults(func=cmd_autograde)
+
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
+
+    from grader.classgrade.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -183,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with interruptible():
             return args.func(args)
+    except UserError as exc:
+        print(f"grader: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, Terminated)
         print(f"grader: {'terminated' if terminated else 'interrupted'}, nothing graded", file=sys.stderr)

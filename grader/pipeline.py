@@ -1,6 +1,6 @@
 """Grade a submission: the pipeline as a list of small steps, in the order data flows.
 
-    collect cases -> run the oracle -> check integrity -> run the submission -> compare
+    collect cases -> run the oracle -> find the packages -> run the submission -> compare
     -> score -> report
 
 `grade(submission, cases, oracle, engine) -> Report` runs them. The engine is where the
@@ -16,25 +16,27 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from grader import assignments
+from grader import assignments, intake
 from grader.case.define import Case, collect
-from grader.case.loading import SubmissionError, present_packages
+from grader.case.loading import SubmissionError, locate_assignment, running
 from grader.case.run import Run, run_case
 from grader.case.worker import Bounded
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
-from grader.verdict import integrity
 from grader.verdict.compare import compare
-from grader.verdict.diagnose import diagnose
+from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
+#: where the graded suites are when they are not in this checkout (an installed grader)
+SUITES_ENV = "GRADER_SUITES"
 #: a case may take this many times as long as the oracle took for it (a 10**5-node graph)
 SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`
@@ -87,10 +89,17 @@ class InProcessEngine:
         self.modules = self.assignment.load(directory)
         self.roots = [Path(directory).resolve()]
 
+    @property
+    def notes(self) -> list[str]:
+        """What loading noted: stand-ins for absent modules, a failed `__init__.py`."""
+        return list(getattr(self.modules, "notes", []))
+
     def run(self, case: Case) -> Run:
         buffer = Bounded()
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
+            started = time.perf_counter()
             run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
+            run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         return run
 
@@ -100,7 +109,7 @@ class InProcessRunner:
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines: dict[str, InProcessEngine | SubmissionError] = {}
-        runs = []
+        runs, notes = [], []
         for case in cases:
             if case.assignment not in engines:
                 try:
@@ -109,7 +118,9 @@ class InProcessRunner:
                     engines[case.assignment] = exc
             engine = engines[case.assignment]
             runs.append(Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case))
-        return Runs(runs)
+        for engine in engines.values():
+            notes += [] if isinstance(engine, SubmissionError) else engine.notes
+        return Runs(runs, notes=notes)
 
 
 @dataclass
@@ -119,6 +130,8 @@ class SandboxRunner:
     limits: Limits = field(default_factory=Limits)
     #: directories a worker must never see (reference/, the oracle's cache, ...)
     secrets: list[Path] = field(default_factory=list)
+    #: the unprivileged user workers run as (the grader must be root), or None
+    user: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -126,10 +139,10 @@ class SandboxRunner:
         if len(suites) > 1:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
-        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets)
+        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
         runs = engine.run_all(cases, timeouts)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
-        return Runs(runs, dict(engine.flags), notes)
+        return Runs(runs, dict(engine.flags), notes + engine.notes)
 
 
 def run_in_process(directory: Path, cases: list[Case]) -> list[Run]:
@@ -140,14 +153,20 @@ def run_in_process(directory: Path, cases: list[Case]) -> list[Run]:
 
 
 def choose_assignments(directory: Path, only: Iterable[str] | None) -> list[str]:
-    """The ones asked for; else the packages present; else all (each then scores zero)."""
-    if only:
-        return list(only)
-    return (present_packages(directory) if directory.is_dir() else []) or list(assignments.NAMES)
+    """The ones asked for, else all: an assignment the submission lacks scores zero (and
+    the report says it is missing) unless `--assignment` leaves it out."""
+    return list(only) if only else list(assignments.NAMES)
 
 
-def check_integrity(directory: Path, names: Iterable[str]) -> dict[str, Finding]:
-    return {name: found for name in names if (found := integrity.scan(directory, name))}
+def missing_assignments(directory: Path, names: Iterable[str]) -> dict[str, str]:
+    """Each assignment whose package is not in the submission -> what was found instead."""
+    missing = {}
+    for name in names:
+        try:
+            locate_assignment(directory, name)
+        except SubmissionError as exc:
+            missing[name] = str(exc)
+    return missing
 
 
 def yardstick(cases: list[Case], oracle: Oracle) -> dict[str, float]:
@@ -170,11 +189,11 @@ def verdict(
     mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
     status = status_of(actual, bool(mismatches))
     if actual.fault is not None:
-        message = actual.fault
+        message = actual.fault + mlp_note(expected, case.assignment)
     elif status is Status.PASSED:
         message = ""
     else:
-        message = diagnose(expected, actual, mismatches)
+        message = diagnose(expected, actual, mismatches, case.assignment)
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,
@@ -188,6 +207,7 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        seconds=actual.seconds,
     )
 
 
@@ -223,13 +243,16 @@ def grade(
         report.errors.append(f"{directory} is not a directory")
     oracle.prepare(cases)
     names = sorted({case.assignment for case in cases})
-    flags = check_integrity(directory, names)
-    todo = [case for case in cases if case.assignment not in flags]
+    missing = missing_assignments(directory, names)
+    todo = [case for case in cases if case.assignment not in missing]
     done = engine.run(directory, todo, yardstick(todo, oracle))
-    flags = {**done.flags, **flags}
+    flags = done.flags
     by_id = {case.id: run for case, run in zip(todo, done.runs, strict=True)}
-    runs = [by_id.get(case.id) or Run(fault=flags[case.assignment].reason) for case in cases]
+    runs = [by_id.get(case.id) or Run(fault=missing[case.assignment]) for case in cases]
     report.results = score(cases, oracle, runs, flags, visibility)
+    for name, reason in missing.items():
+        points = sum(case.points for case in cases if case.assignment == name)
+        report.errors.append(f"{name} is missing: 0 of its {points:g} points ({reason})")
     report.errors += [f"{name}: {finding.reason}; its cases score zero" for name, finding in flags.items()]
     report.notes += done.notes
     report.seconds = time.perf_counter() - started
@@ -254,6 +277,8 @@ class Request:
     limits: Limits = field(default_factory=Limits)
     keep: Callable[[Case], bool] | None = None
     visibility: str = DEFAULT_HIDDEN_VISIBILITY
+    #: run the sandbox's workers as this unprivileged user (the grader must be root)
+    user: str | None = None
 
 
 def select_cases(directory: Path, request: Request) -> list[Case]:
@@ -266,7 +291,7 @@ def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
         return InProcessRunner()
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    return SandboxRunner(request.limits, secrets)
+    return SandboxRunner(request.limits, secrets, request.user)
 
 
 def grade_submission(
@@ -276,4 +301,19 @@ def grade_submission(
     request = request or Request()
     oracle = oracle or Oracle(default_cache_dir())
     cases = select_cases(Path(submission), request)
-    return grade(submission, cases, oracle, engine_for(request, oracle), request.visibility)
+    with ExitStack() as stack:
+        try:
+            directory = intake.prepare(Path(submission), stack)
+        except intake.IntakeError as exc:
+            return refused(submission, cases, str(exc), request.visibility)
+        report = grade(directory, cases, oracle, engine_for(request, oracle), request.visibility)
+    report.submission = str(submission)
+    return report
+
+
+def refused(submission: str | Path, cases: list[Case], reason: str, visibility: str) -> Report:
+    """The report for a submission that cannot be read at all: every case zero, one reason."""
+    report = Report(str(submission))
+    report.results = [verdict(case, Run(), Run(fault=reason), visibility) for case in cases]
+    report.errors.append(reason)
+    return report

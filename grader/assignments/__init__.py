@@ -33,6 +33,8 @@ class Assignment:
     load: Callable[[Path], dict[str, ModuleType]]
     #: modules, trace -> the `lib` that runs cases on the submission
     engine: Callable[..., Any]
+    #: files that make a folder named like the assignment its package (besides __init__.py)
+    markers: tuple[str, ...] = ()
 
     def oracle(self, trace: bool = True) -> Any:
         """The PyTorch `lib` for this assignment (imports torch on first use)."""
@@ -47,4 +49,6 @@ def get(name: str) -> Assignment:
     if name not in NAMES:
         raise KeyError(f"unknown assignment {name!r} (known: {', '.join(NAMES)})")
     adapter = importlib.import_module(f"{__name__}.{name}.adapter")
-    return Assignment(name, adapter.ENGINE.load, adapter.ENGINE)
+    return Assignment(
+        name, adapter.ENGINE.load, adapter.ENGINE, tuple(getattr(adapter.ENGINE, "markers", ()))
+    )

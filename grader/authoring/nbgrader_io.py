@@ -78,26 +78,34 @@ def write_grades(course: str | Path, assignment: str, student: str, scores: dict
     """Store `scores` (grade cell id -> points) for the student's submission of the
     assignment, as `nbgrader autograde` would; the notebook is named after the assignment.
     A test cell the student deleted scores zero, as it does when autograding."""
+    write_class_grades(course, assignment, {student: scores})
+
+
+def write_class_grades(course: str | Path, assignment: str, scores: dict[str, dict[str, float]]) -> None:
+    """`write_grades` for many students (student -> grade cell id -> points), in one
+    gradebook session and one commit."""
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
     course = Path(course)
-    submitted = course / "submitted" / student / assignment
-    stamp = submitted / "timestamp.txt"
-    timestamp = parse_utc(stamp.read_text().strip()) if stamp.is_file() else None
-    notebook = nbformat.read(str(submitted / f"{assignment}.ipynb"), as_version=4)
-    present = set(_cells_by_id(notebook))
-    scores = {grade_id: points if grade_id in present else 0.0 for grade_id, points in scores.items()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student, timestamp=timestamp)
-        for grade_id, points in scores.items():
-            grade = gb.find_grade(grade_id, assignment, assignment, student)
-            grade.auto_score = points
-            grade.needs_manual_grade = False
+        for student, cells in scores.items():
+            submitted = course / "submitted" / student / assignment
+            stamp = submitted / "timestamp.txt"
+            timestamp = parse_utc(stamp.read_text().strip()) if stamp.is_file() else None
+            notebook = nbformat.read(str(submitted / f"{assignment}.ipynb"), as_version=4)
+            present = set(_cells_by_id(notebook))
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+            for grade_id, points in cells.items():
+                grade = gb.find_grade(grade_id, assignment, assignment, student)
+                grade.auto_score = points if grade_id in present else 0.0
+                grade.needs_manual_grade = False
         gb.db.commit()
-    autograded = course / "autograded" / student / assignment
-    autograded.mkdir(parents=True, exist_ok=True)
-    for path in submitted.iterdir():
-        if path.is_file():
-            shutil.copy2(path, autograded / path.name)
+    for student in scores:
+        submitted = course / "submitted" / student / assignment
+        autograded = course / "autograded" / student / assignment
+        autograded.mkdir(parents=True, exist_ok=True)
+        for path in submitted.iterdir():
+            if path.is_file():
+                shutil.copy2(path, autograded / path.name)

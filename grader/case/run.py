@@ -48,6 +48,10 @@ class Run:
     #: set by trusted code when the case could not run to the end: a timeout, a crash, a
     #: load error, a malformed result. The case scores zero with this as its message.
     fault: str | None = None
+    #: seconds the case took on the submission, as the grader's clock saw it (0 if unknown)
+    seconds: float = 0.0
+    #: what loading the submission noted while the case ran (a stand-in for an absent module)
+    notes: list[str] = field(default_factory=list)
 
 
 def function_name(code: CodeType) -> str:

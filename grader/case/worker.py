@@ -15,19 +15,21 @@ checks the live worker (its memory map) before it accepts a result and lets it g
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import json
 import os
 import resource
+import signal
 from pathlib import Path
 from typing import Any
 
 from grader import assignments
 from grader.case import hang, seccomp
 from grader.case.define import collect
-from grader.case.loading import SubmissionError
+from grader.case.loading import SubmissionError, running
 from grader.case.run import run_case
-from grader.case.wire import MAX_TEXT, encode, run_to_wire
+from grader.case.wire import MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
 
@@ -38,6 +40,31 @@ def set_limits(memory_mib: int, file_mib: int) -> None:
         if mib:
             resource.setrlimit(which, (mib << 20, mib << 20))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def become(user: list[int] | None) -> None:
+    """Before anything else: where the grader is root and names a user (Gradescope), become
+    that unprivileged user for good, so the submission can read and write only what anyone
+    may; then die with the grader, however it dies (even SIGKILL leaves no worker spinning).
+    The death signal is set after the switch, which would clear it."""
+    parent = os.getppid()
+    if user is not None:
+        uid, gid = user
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)  # also drops every capability: root-ness cannot come back
+        if os.getuid() != uid or os.geteuid() != uid:
+            os._exit(125)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the grader's process-group kill still applies
+    if os.getppid() != parent:  # the grader died before the signal was set
+        os._exit(0)
 
 
 class Bounded(io.TextIOBase):
@@ -82,6 +109,7 @@ class Channel:
 
 def main(argv: list[str]) -> None:
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
+    become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
     channel = Channel(fd)
     name, ids = job["assignment"], job["ids"]
@@ -98,16 +126,18 @@ def main(argv: list[str]) -> None:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
     hang.disarm()
-    channel.send({"kind": "ready"})
+    told = len(modules.notes)
+    channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
     for case_id in ids:
         case = cases[case_id]
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
             run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
         hang.disarm()
         run.output = buffer.getvalue()
+        run.notes, told = modules.notes[told:], len(modules.notes)
         channel.send(run_to_wire(case_id, run))
         channel.wait()
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads

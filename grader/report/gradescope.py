@@ -61,12 +61,12 @@ def gradescope(report: Report) -> dict[str, Any]:
         tests.append(test_entry(r, numbers.get(r.assignment, 0)))
     return {
         "score": report.score,
-        "max_score": report.max_score,
         "execution_time": round(report.seconds, 3),
         "output": "\n".join(lines),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
+        "extra_data": {"max_score": report.max_score},  # the spec has no top-level max_score
     }
 
 

@@ -51,6 +51,7 @@ class CaseResult:
     hidden: bool = False
     visibility: str = "visible"
     description: str = ""
+    seconds: float = 0.0  # how long the case ran on the submission
 
     @property
     def passed(self) -> bool:

@@ -29,6 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 #: the worker's scratch space (RLIMIT_FSIZE bounds one file, this bounds them all)
@@ -78,32 +79,75 @@ def _runtime() -> list[Path]:
     return [p for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)]
 
 
-def _system() -> list[str]:
+def _system(parents: Callable[[str], list[str]]) -> list[str]:
     args: list[str] = []
     for path in SYSTEM:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    return args + ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+            args += [*parents(path), "--ro-bind", path, path]
+    ld_cache = "/etc/ld.so.cache"
+    return args + [*parents(ld_cache), "--ro-bind-try", ld_cache, ld_cache]
 
 
-def argv(lib: Path, work: Path, env: dict[str, str], info_fd: int | None = None) -> list[str]:
-    """bwrap's arguments, up to and including `--`: the command follows."""
-    args = [str(binary()), "--unshare-all", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
-    args += _system()
+#: what `--unshare-all` does but the user namespace: a root grader that runs workers as an
+#: unprivileged user needs real uids, which a user namespace of root's would not map
+UNSHARE_BUT_USER = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+)
+
+
+class _Parents:
+    """Creates each bind's missing parents as 0755 directories first: bwrap would copy the
+    host's modes, and an unprivileged worker could not pass through, say, a 0700 /root to
+    reach the interpreter bound under it. They are empty but for what is bound in them."""
+
+    def __init__(self, bound: tuple[str, ...] = ()) -> None:
+        self.bound = [Path(b) for b in bound]
+        self.made: set[Path] = set()
+
+    def __call__(self, dest: str | Path) -> list[str]:
+        args: list[str] = []
+        for parent in reversed(Path(dest).parents):
+            inside = any(parent.is_relative_to(b) for b in self.bound)
+            if parent == Path("/") or parent in self.made or inside or os.path.islink(parent):
+                continue
+            self.made.add(parent)
+            args += ["--perms", "0755", "--dir", str(parent)]
+        self.bound.append(Path(dest))
+        return args
+
+
+def argv(
+    lib: Path, work: Path, env: dict[str, str], info_fd: int | None = None, switch_user: bool = False
+) -> list[str]:
+    """bwrap's arguments, up to and including `--`: the command follows. `switch_user` (bwrap
+    run by root): no user namespace, and the worker keeps CAP_SETUID and CAP_SETGID just long
+    enough to become the unprivileged user itself, before any student code runs."""
+    unshare = list(UNSHARE_BUT_USER) if switch_user else ["--unshare-all"]
+    args = [str(binary()), *unshare, "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+    if switch_user:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    parents = _Parents()
+    args += _system(parents)
     for path in _runtime():
-        args += ["--ro-bind", str(path), str(path)]
+        args += [*parents(str(path)), "--ro-bind", str(path), str(path)]
     shown = [*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]
     covered = [d for d in _site_dirs() if any(d.is_relative_to(p) for p in shown)]
     for folder in covered:  # hide what is installed beside numpy, torch first of all
         args += ["--perms", "0555", "--tmpfs", str(folder)]
     for folder in _numpy_dirs():
-        args += ["--ro-bind", str(folder), str(folder)]
+        args += [*parents(str(folder)), "--ro-bind", str(folder), str(folder)]
     for folder in covered:
         args += ["--remount-ro", str(folder)]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
-    args += ["--ro-bind", str(lib), str(lib), "--bind", str(work), str(work), "--chdir", str(work)]
+    parents.made.add(Path("/tmp"))  # a fresh tmpfs: what lib/ and work/ need is made in it
+    args += [*parents(str(lib)), "--ro-bind", str(lib), str(lib)]
+    args += [*parents(str(work)), "--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -147,16 +191,17 @@ def exit_status(code: int) -> int:
 
 
 @functools.cache
-def available() -> bool:
-    """Can bwrap start the worker's interpreter here, with the full set of namespaces? Tried once."""
-    if binary() is None:
+def available(switch_user: bool = False) -> bool:
+    """Can bwrap start the worker's interpreter here, with the full set of namespaces (with
+    `switch_user`: as root, to run it as another user)? Tried once."""
+    if binary() is None or (switch_user and os.geteuid() != 0):
         return False
     code = f"import sys; sys.path.insert(0, {str(_numpy_dirs()[0].parent)!r}); import numpy"
     with tempfile.TemporaryDirectory(prefix="grader-probe-") as probe:
         lib, work = Path(probe, "lib"), Path(probe, "work")
         lib.mkdir()
         work.mkdir()
-        args = argv(lib, work, {"PATH": "/usr/bin:/bin"})
+        args = argv(lib, work, {"PATH": "/usr/bin:/bin"}, switch_user=switch_user)
         try:
             done = subprocess.run(
                 [*args, interpreter(), "-I", "-S", "-c", code], capture_output=True, timeout=60

@@ -14,7 +14,8 @@ it, and a whole class's grading waits on it.
 
 from __future__ import annotations
 
-import tempfile
+import os
+import pwd
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -24,9 +25,9 @@ from grader.case import hang
 from grader.case.define import Case
 from grader.case.quantity import MalformedResult
 from grader.case.run import Run
-from grader.sandbox import bwrap, confine
+from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
-from grader.sandbox.protocol import parse_run
+from grader.sandbox.protocol import parse_notes, parse_run
 from grader.sandbox.root import SandboxError, build
 from grader.verdict.integrity import Finding, loaded_libraries
 
@@ -51,12 +52,43 @@ class Budget:
         return self.deadline - time.monotonic()
 
 
-def strongest_isolation() -> str:
+def strongest_isolation(switch_user: bool = False) -> str:
     """The strongest isolation this machine allows: bubblewrap (Linux with user namespaces, or
     root), else the home-made mount and network namespaces (root), else none."""
-    if bwrap.available():
+    if bwrap.available(switch_user):
         return "bubblewrap"
     return "mount namespace" if confine.available() else "none"
+
+
+def resolve_user(user: str | None) -> tuple[int, int] | None:
+    """The (uid, gid) workers run as, for a user's name or number; None: the grader's own."""
+    if user is None:
+        return None
+    if os.geteuid() != 0:
+        raise SandboxError(f"running workers as {user!r} needs the grader to run as root")
+    try:
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        raise SandboxError(f"no such user: {user!r}") from None
+    if entry.pw_uid == 0:
+        raise SandboxError(f"{user!r} is root: workers must run as an unprivileged user")
+    return entry.pw_uid, entry.pw_gid
+
+
+def hand_over(root: Path, lib: Path, work: Path, user: tuple[int, int]) -> None:
+    """Let the worker's user through `root`, read `lib` and own `work`: nothing more."""
+    uid, gid = user
+    os.chmod(root, 0o711)
+    for folder, _dirs, files in os.walk(lib):
+        os.chmod(folder, 0o755)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)
+    for folder, dirs, files in os.walk(work):
+        os.lchown(folder, uid, gid)
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(folder, name), uid, gid)
 
 
 class SandboxEngine:
@@ -70,7 +102,11 @@ class SandboxEngine:
         budget: Budget | None = None,
         hidden: Iterable[Path] = (),
         isolation: str | None = None,
+        user: str | None = None,
     ) -> None:
+        """`user` (the grader must be root): workers run as this unprivileged user."""
+        #: (uid, gid) the workers become before any student code runs, or None
+        self.user = resolve_user(user)
         self.directory = Path(directory).resolve()
         self.suites_dir = Path(suites_dir)
         self.limits = limits or Limits()
@@ -78,11 +114,13 @@ class SandboxEngine:
         #: paths the worker must not see (the suites, reference/, the oracle cache)
         self.hidden = [Path(self.suites_dir), self.directory, *hidden]
         #: how workers are isolated: "bubblewrap", else "mount namespace" (root), else "none"
-        self.isolation = isolation or strongest_isolation()
+        self.isolation = isolation or (strongest_isolation(True) if self.user else strongest_isolation())
         #: whether workers run with a confined file system (they see an allow-list, or these
         #: paths covered)
         self.confined = self.isolation != "none"
         self.flags: dict[str, Finding] = {}
+        #: what loading the submission noted (stand-ins for absent modules, a failed __init__.py)
+        self.notes: list[str] = []
         self.timeouts: dict[str, float] = {}
         #: (file, function) -> how many cases hung there
         self.hangs: Counter[tuple[str, str]] = Counter()
@@ -97,11 +135,14 @@ class SandboxEngine:
         groups: dict[tuple[str, str], list[Case]] = {}
         for case in sorted(cases, key=lambda c: SUITE_ORDER.index(c.suite)):
             groups.setdefault((case.assignment, case.suite), []).append(case)
-        with tempfile.TemporaryDirectory(prefix="grader-sandbox-") as tmp, confine.undumpable():
+        with scratch.run_directory() as tmp, confine.undumpable():
             for (assignment, suite), group in groups.items():
-                root = Path(tmp) / f"{suite}-{assignment}"
+                root = tmp / f"{suite}-{assignment}"
                 root.mkdir()
                 lib, work = build(root, self.directory, self.suites_dir, suite, assignment)
+                if self.user is not None:
+                    hand_over(tmp, lib, work, self.user)
+                    os.chmod(root, 0o711)
                 self._run_group(lib, work, assignment, suite, group, runs)
         return [runs[case.id] for case in cases]
 
@@ -122,12 +163,14 @@ class SandboxEngine:
                 "load_timeout": self.limits.timeout,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
+                "user": list(self.user) if self.user is not None else None,
             }
             wrapped = self.isolation == "bubblewrap"
             preexec = (
                 confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
             )
-            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped)
+            switch = self.user is not None
+            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch)
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:
@@ -190,6 +233,11 @@ class SandboxEngine:
             loaded = self._wait(worker, self.limits.timeout, work)
         except Fault as fault:
             loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
+        if loaded.get("kind") == "ready":
+            try:
+                self._note([self._local(n, work) for n in parse_notes(loaded.get("notes", []))])
+            except MalformedResult:
+                loaded = {"kind": "load_error", "message": f"importing {assignment} failed: malformed notes"}
         if loaded.get("kind") != "ready":
             message = loaded.get("message") if loaded.get("kind") == "load_error" else None
             if type(message) is not str:
@@ -203,8 +251,10 @@ class SandboxEngine:
             return []
         worker.proceed()
         for i, case in enumerate(cases):
+            started = time.monotonic()
             try:
                 run = parse_run(self._wait(worker, self._timeout(case), work), case.id)
+                run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
                 reason = (
                     str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
@@ -222,9 +272,14 @@ class SandboxEngine:
                     return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run
+            self._note([self._local(n, work) for n in run.notes])
             worker.proceed()
         worker.finish()
         return []
+
+    def _note(self, notes: list[str]) -> None:
+        """Loading notes, once each (every worker loads the submission anew)."""
+        self.notes += [note for note in notes if note not in self.notes]
 
     def _local(self, text: str, work: Path) -> str:
         """Messages name the submission's own directory, as the in-process path does."""

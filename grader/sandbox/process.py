@@ -147,9 +147,11 @@ class WorkerProcess:
         limits: Limits,
         preexec: Callable[[], None] | None = None,
         wrapped: bool = False,
+        switch_user: bool = False,
     ) -> None:
         """`wrapped`: start the worker inside bubblewrap (see `bwrap`); else `preexec` (if
-        any) confines it between fork and exec."""
+        any) confines it between fork and exec. `switch_user`: the job names a user the
+        worker becomes (the grader is root)."""
         self.limits = limits
         self.wrapped = wrapped
         #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
@@ -162,7 +164,7 @@ class WorkerProcess:
         env = clean_env(work)
         if wrapped:
             inside = {**env, "TMPDIR": "/tmp"}  # the sandbox's own tmpfs
-            command = [*bwrap.argv(lib, work, inside, info_w), bwrap.interpreter(), *command[1:]]
+            command = [*bwrap.argv(lib, work, inside, info_w, switch_user), bwrap.interpreter(), *command[1:]]
         try:
             self.proc = subprocess.Popen(
                 command,

@@ -13,7 +13,7 @@ from typing import Any
 
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.run import Failure, Run
-from grader.case.wire import HEADER, MAX_MESSAGE, MAX_TEXT, TAPE_KEYS
+from grader.case.wire import HEADER, MAX_MESSAGE, MAX_NOTE, MAX_NOTES, MAX_TEXT, TAPE_KEYS
 
 __all__ = ["FrameReader", "decode", "parse_run", "MAX_MESSAGE"]
 
@@ -82,7 +82,13 @@ def _failure(obj: Any) -> Failure | None:
     return Failure(_text(obj["type"], "type", 100), _text(obj["message"], "message"), where)
 
 
-RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output"}
+RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output", "notes"}
+
+
+def parse_notes(obj: Any) -> list[str]:
+    """Notes on loading the submission: a short list of short strings."""
+    _expect(type(obj) is list and len(obj) <= MAX_NOTES, f"notes must be a list of at most {MAX_NOTES}")
+    return [_text(note, "a note", MAX_NOTE) for note in obj]
 
 
 def parse_run(obj: dict[str, Any], case_id: str) -> Run:
@@ -90,18 +96,19 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
     try:
         _expect(
             set(obj) == RUN_KEYS and obj["kind"] == "run",
-            "a run must be {kind, id, results, tape, failure, output}",
+            "a run must be {kind, id, results, tape, failure, output, notes}",
         )
         _expect(obj["id"] == case_id, f"an answer for {str(obj['id'])[:100]!r} where {case_id!r} was due")
         results, tape = obj["results"], obj["tape"]
         _expect(type(results) is dict, "results must be an object")
         _expect(type(tape) is list, "tape must be a list")
         parsed = Run(output=_text(obj["output"], "output"), failure=_failure(obj["failure"]))
+        parsed.notes = parse_notes(obj["notes"])
         for name, q in results.items():
             parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
         for entry in tape:
             ok = type(entry) is dict and set(entry) == set(TAPE_KEYS)
-            _expect(ok, "a tape entry must be {value, grad, rule}")
+            _expect(ok, f"a tape entry must be {{{', '.join(TAPE_KEYS)}}}")
             parsed.tape.append({key: _quantity(entry[key]) for key in TAPE_KEYS})
         return parsed
     except MalformedResult:

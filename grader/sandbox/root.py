@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy
 
+from grader.case.loading import SubmissionError, locate_assignment, walk
+
 GRADER = Path(__file__).resolve().parent.parent
 #: the packages that run beside student code, relative to the grader package
 SHIPPED = ("case", "assignments")
@@ -24,6 +26,11 @@ SHIPPED = ("case", "assignments")
 TRUSTED_NAMES = ("oracle.py",)
 #: third-party modules the worker imports beside numpy: single pure-Python files, copied
 SHIPPED_MODULES = ("pyseccomp",)
+
+
+#: the Python files besides the package copied into the worker's work/, at most
+MAX_EXTRA_FILES = 500
+MAX_EXTRA_BYTES = 16 << 20
 
 
 class SandboxError(RuntimeError):
@@ -88,7 +95,36 @@ def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment
         if (numpy_dir.parent / name).exists():
             (lib / name).symlink_to(numpy_dir.parent / name)
     work.mkdir()
-    package = submission / assignment  # only the package under grading
-    if package.is_dir() and not package.is_symlink():
-        _copy_tree(package, work / assignment)
+    copy_submission(submission, work, assignment)
     return lib, work
+
+
+def copy_submission(submission: Path, work: Path, assignment: str) -> None:
+    """The package under grading where the student put it (`python/needle/`, `micrograd.py`),
+    and the Python files around it (a stand-in module at the submission's root is imported
+    too), each in its place. Nothing when there is no package: the grader reports that."""
+    try:
+        found = locate_assignment(submission, assignment)
+    except SubmissionError:
+        return
+    place = work / found.path.relative_to(found.submission)
+    if found.single_module:
+        place.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found.path, place)
+    else:
+        _copy_tree(found.path, place)
+    copied, size = 0, 0
+    for _, folder in walk(found.submission):
+        if folder == found.path or found.path in folder.parents:
+            continue
+        for path in sorted(folder.glob("*.py")):
+            if not path.is_file() or path.is_symlink():
+                continue
+            size += path.stat().st_size
+            copied += 1
+            if copied > MAX_EXTRA_FILES or size > MAX_EXTRA_BYTES:
+                return  # a submission's own code is far less: the rest is not its engine
+            target = work / path.relative_to(found.submission)
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)

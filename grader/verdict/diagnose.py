@@ -3,70 +3,56 @@
 Both engines ran the same case, so their tapes line up node for node. A node's gradient is
 the sum of what each operation that uses it sends back. Walking the tape from the output
 towards the inputs, the first node whose gradient is wrong therefore has only correct
-consumers: the fault lies in their gradient rules (or, with several consumers, in how the
-contributions were summed). That consumer is the op to name, with its inputs, the incoming
-gradient, and the expected and actual gradient it produced.
+consumers: the fault lies in their gradient rules (or in how the contributions were summed).
 
-Unless those rules are right: micrograd's tapes also hold each op's rule probed alone on
-fresh leaves (`ScalarBackend.probe_rule`). When every consumer's rule matches PyTorch's,
-backward() handed them a wrong out.grad (wrong order, or a second backward that did not
-start from zero), and the message says so instead of blaming a correct rule.
+The tapes also hold each op's rule probed alone on fresh leaves (`rule`; `parts` for the
+primitives a composite op is built from). So among a node's consumers the message names the
+one whose rule is wrong, inside a composite the primitive whose rule is wrong (a wrong
+`pow` rule, not `a / b`), and when every consumer's rule is right, the code that ran them:
+backward() handed them a wrong out.grad (wrong order, a second backward that did not start
+from zero, partial adjoints not summed). With several backward() calls, `passes` holds each
+node's gradient after each call, and the first call that went wrong is the one examined.
+The words come from the assignment's `hints.py`.
 """
 
 from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 from grader.case.quantity import Quantity
 from grader.case.run import Failure, Run
 from grader.case.trace import FORMATS, NodeRef, Step
 from grader.verdict.compare import Mismatch, close
 
-SEED_HINT = "backward() must seed the output's gradient with 1 (ones for a tensor)"
-TENSOR_SEED_HINT = (
-    "backward(out_grad) must set the output's gradient to out_grad (ones when none is given), "
-    "replacing the gradient of any earlier backward"
-)
-ASSIGN_HINT = (
-    "backward ran more than once in this case: each backward assigns the gradients for its own "
-    "output, replacing those of an earlier backward, never adding to them"
-)
-LAZY_HINT = (
-    "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "
-    "realize_cached_data() or numpy() asks for it, and must equal eager mode's"
-)
-ORDER_HINT = "find_topo_sort lists each node after its inputs: a post-order depth-first search"
-TOPO_HINT = (
-    "backward reached a node before every op that uses it had sent its gradient: "
-    "find_topo_sort must put each node after its inputs (post-order), and backward walk it in reverse"
-)
-HIGHER_ORDER_HINT = (
-    "this case differentiates a gradient: gradient rules must build their result from the "
-    "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
-)
-SUM_ADJOINTS_HINT = "backward must add up the partial adjoints a node receives from every op that uses it"
-DETACH_HINT = "no gradient flows through detach(): the detached tensor is a new leaf, without op or inputs"
-ACCUMULATE_HINT = "each rule must add its contribution (`+=`); assigning with `=` keeps only the last one"
-BACKWARD_ORDER_HINT = (
-    "backward() must run a node's _backward only after every node that uses it has run its own "
-    "(reverse topological order), so that out.grad is complete when the rule reads it"
-)
-BACKWARD_RESET_HINT = (
-    "backward() ran more than once in this case: each call must start the interior nodes' "
-    "gradients from zero (leaves keep accumulating, as in PyTorch), or it pushes the earlier "
-    "calls' gradients through again; and each call runs the rules in reverse topological order"
-)
-VALUE_DETACH_HINT = "detach() must return a new leaf Value with the same data: no gradient flows through it"
 MAX_USERS = 6  # consumers listed in a message
+LEAVES = ("leaf", "parameter")
+
+
+def hints_for(assignment: str) -> ModuleType:
+    """The assignment's hint texts (`grader/assignments/<name>/hints.py`)."""
+    return importlib.import_module(f"grader.assignments.{assignment}.hints")
 
 
 class Tape:
     """The oracle's tape, with names for its nodes and both engines' numbers."""
 
-    def __init__(self, expected: Run, actual: Run) -> None:
+    def __init__(self, expected: Run, actual: Run, hints: ModuleType | None = None) -> None:
         self.steps: list[Step] = expected.steps
         self.names = expected.names
         self.outputs = expected.outputs
         self.expected = expected.tape
         self.actual = actual.tape if len(actual.tape) == len(expected.tape) else []
+        self.hints = hints or hints_for("needle" if _tensor_entries(self.expected) else "micrograd")
+        #: the backward() call examined (an index into outputs), when a case made several
+        self.pass_index: int | None = None
+        #: the nodes of that call's graph: consumers outside it sent nothing in that call
+        self.scope: set[int] | None = None
+
+    @property
+    def tensors(self) -> bool:
+        """A tensor library's tape (needle), rather than micrograd's scalars."""
+        return bool(self.hints.BACKWARD != "backward()")
 
     def name(self, i: int) -> str:
         return self.names.get(i) or self.steps[i].label or f"t{i}"
@@ -76,7 +62,7 @@ class Tape:
 
     def expression(self, i: int) -> str:
         step = self.steps[i]
-        if step.op in ("leaf", "parameter"):
+        if step.op in LEAVES:
             return self.name(i)
         args = [self.arg(r) for r in step.inputs]
         if step.op in FORMATS and len(args) >= FORMATS[step.op].count("{"):
@@ -88,28 +74,85 @@ class Tape:
 
     def consumers(self, i: int) -> list[int]:
         uses = lambda s: any(isinstance(r, NodeRef) and r.index == i for r in s.inputs)
-        return [j for j, s in enumerate(self.steps) if uses(s)]
+        found = [j for j, s in enumerate(self.steps) if uses(s)]
+        return found if self.scope is None else [j for j in found if j in self.scope]
 
     def differs(self, i: int, key: str) -> bool:
         if not self.actual:
             return False
-        e, a = self.expected[i][key], self.actual[i][key]
+        e, a = self.expected[i].get(key), self.actual[i].get(key)
         if e is None:
             return False
         return a is None or close(e, a) is not None
 
-    def rule_is_right(self, i: int) -> bool:
-        """Did node i's op rule, probed alone, give what PyTorch's gives? (False if unknown.)"""
+    def rule(self, i: int) -> bool | None:
+        """Did node i's op rule, probed alone, give what PyTorch's gives? (None: unknown.)"""
         if not self.actual:
-            return False
+            return None
         e, a = self.expected[i].get("rule"), self.actual[i].get("rule")
-        return e is not None and a is not None and close(e, a) is None
+        if e is None:
+            return None
+        return a is not None and close(e, a) is None
+
+    def rule_is_right(self, i: int) -> bool:
+        return self.rule(i) is True
+
+    def wrong_parts(self, i: int) -> list[int]:
+        """The parts (primitives) of a composite op whose rules, probed alone, are wrong."""
+        if not self.actual:
+            return []
+        e, a = self.expected[i].get("parts"), self.actual[i].get("parts")
+        if e is None or a is None or e.shape != a.shape:
+            return []
+        ea, aa = e.array(), a.array()
+        return [k for k in range(e.shape[0]) if close(Quantity.from_array(ea[k]), Quantity.from_array(aa[k]))]
+
+    def ancestors(self, i: int) -> set[int]:
+        seen, todo = set(), [i]
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo += [r.index for r in self.steps[j].inputs if isinstance(r, NodeRef)]
+        return seen
+
+    def at_pass(self, k: int) -> Tape:
+        """This tape as it was right after backward() call k: each node's gradient then."""
+        view = Tape.__new__(Tape)
+        view.__dict__.update(self.__dict__)
+
+        def then(entry: dict) -> dict:
+            return {**entry, "grad": Quantity((entry["passes"].data[k],), ())}
+
+        view.expected = [then(e) for e in self.expected]
+        view.actual = [then(a) for a in self.actual]
+        view.pass_index = k
+        view.scope = self.ancestors(self.outputs[k])
+        return view
+
+    def carried_over(self, i: int) -> bool:
+        """Is node i's gradient after this call what it should be plus what it held before?
+        (backward() did not start the interior gradients from zero.)"""
+        k = self.pass_index
+        if not k or self.steps[i].op in LEAVES:
+            return False
+        before = self.actual[i]["passes"].data[k - 1]
+        should = self.expected[i]["grad"].data[0] + before
+        return before != 0 and close(Quantity((should,), ()), self.actual[i]["grad"]) is None
+
+
+def _tensor_entries(entries: list[dict[str, Quantity | None]]) -> bool:
+    return any(e.get("value") is not None and e["value"].shape != () for e in entries)
 
 
 def _op(tape: Tape, i: int) -> str:
-    """A step's op, with the needle op class it builds on a tensor tape: `truediv (EWiseDiv)`."""
+    """How a step's op is named: the function the student wrote (`Value.__rsub__`), or the
+    needle op class it builds on a tensor tape: `truediv (EWiseDiv)`."""
     step = tape.steps[i]
-    if _tensors(tape):
+    named = tape.hints.OP_NAMES.get(step.op)
+    if named:
+        return named
+    if tape.tensors:
         from grader.assignments.needle.backend import needle_class
 
         cls = needle_class(step.op, step.inputs)
@@ -137,7 +180,8 @@ def _shape_note(e: Quantity | None, a: Quantity | None) -> str:
     return ""
 
 
-def explain_failure(failure: Failure) -> str:
+def explain_failure(failure: Failure, hints: ModuleType | None = None) -> str:
+    hints = hints or hints_for("micrograd")
     where = ""
     if failure.where:
         file, line, func = failure.where
@@ -148,9 +192,10 @@ def explain_failure(failure: Failure) -> str:
     text = f"{failure.type}{where}: {failure.message}"
     if failure.type == "KeyError" and failure.where and failure.where[2] == "compute_gradient_of_variables":
         first = failure.message.splitlines()[0] if failure.message else ""
-        text = f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}\n  {TOPO_HINT}"
+        text = f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}"
+        text += f"\n  {hints.TOPO or hints.ORDER}"
     if failure.type == "RecursionError":
-        text += "\n  a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+        text += f"\n  {hints.RECURSION}"
     return text
 
 
@@ -188,8 +233,21 @@ def explain_forward(tape: Tape) -> str | None:
                 f"  inputs: {inputs}\n"
                 f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
                 f"{_shape_note(tape.expected[i]['value'], tape.actual[i]['value'])}"
+                f"{_built_from(tape, i)}"
             )
     return None
+
+
+def _built_from(tape: Tape, i: int) -> str:
+    """For an operator built from other ops: which ones (a wrong one is in that method)."""
+    step = tape.steps[i]
+    if step.op not in tape.hints.OP_NAMES or not tape.tensors:
+        return ""
+    from grader.assignments.needle.backend import needle_class
+
+    cls = needle_class(step.op, step.inputs)
+    written = tape.expression(i).split(" = ", 1)[1]
+    return f"\n  {written} runs {tape.hints.OP_NAMES[step.op]}, which builds {cls}"
 
 
 def _inputs(tape: Tape, i: int) -> str:
@@ -211,31 +269,67 @@ def _with_shape(x: Quantity | None) -> str:
 
 
 def explain_gradient(tape: Tape) -> str | None:
-    head = _first_wrong_gradient(tape)
+    tape = _first_wrong_pass(tape)
+    head = _no_gradient(tape) or _first_wrong_gradient(tape)
     if head is not None and _higher_order(tape):
-        head += f"\n  {HIGHER_ORDER_HINT}"
+        head += f"\n  {tape.hints.HIGHER_ORDER}"
     return head
+
+
+def _first_wrong_pass(tape: Tape) -> Tape:
+    """With several backward() calls and a snapshot after each: the first call after which
+    some gradient was wrong (later ones carry its error along)."""
+    if len(tape.outputs) < 2 or not tape.actual:
+        return tape
+    entries = tape.expected + tape.actual
+    if any(e.get("passes") is None for e in entries):
+        return tape
+    n = len(tape.expected[0]["passes"].data)
+    if n != len(tape.outputs) or any(len(e["passes"].data) != n for e in entries):
+        return tape
+    for k in range(n):
+        view = tape.at_pass(k)
+        if any(view.differs(i, "grad") for i in range(len(tape.steps))):
+            return view
+    return tape
+
+
+def _no_gradient(tape: Tape) -> str | None:
+    """Nodes that should have a gradient and have requires_grad = False: say so, and why."""
+    found = [
+        i
+        for i in range(len(tape.steps))
+        if tape.differs(i, "grad")
+        and tape.actual[i].get("requires_grad") is not None
+        and tape.actual[i]["requires_grad"].data[0] == 0.0
+    ]
+    if not found:
+        return None
+    leaves = [i for i in found if tape.steps[i].op in LEAVES]
+    shown = found[:MAX_USERS]
+    names = ", ".join(tape.name(i) for i in shown)
+    names += f" and {len(found) - MAX_USERS} more" if len(found) > MAX_USERS else ""
+    i = (leaves or found)[0]
+    got = f"  {tape.name(i)}.grad: {_expected_got(tape.expected[i]['grad'], tape.actual[i]['grad'])}"
+    what = "the leaves" if len(leaves) == len(found) else "the nodes"
+    return f"{what} {names} received no gradient\n{got}\n  {tape.hints.NO_GRADIENT}"
 
 
 def _higher_order(tape: Tape) -> bool:
     return any(step.op == "grad" for step in tape.steps)
 
 
-def _tensors(tape: Tape) -> bool:
-    """A tensor library's tape (needle), rather than micrograd's scalars."""
-    return any(e["value"] is not None and e["value"].shape != () for e in tape.expected)
-
-
 def _assign(tape: Tape) -> str:
     """needle's backward assigns: with several backward passes in a case, say so."""
-    if len(tape.outputs) > 1 and _tensors(tape) and not _higher_order(tape):
-        return f"\n  {ASSIGN_HINT}"
+    if len(tape.outputs) > 1 and tape.tensors and not _higher_order(tape):
+        return f"\n  {tape.hints.REPEATED_BACKWARD}"
     return ""
 
 
 def _feeds_detach(tape: Tape, i: int) -> bool:
-    """Is node i an ancestor of some detach()?"""
-    todo = [r.index for s in tape.steps if s.op == "detach" for r in s.inputs if isinstance(r, NodeRef)]
+    """Is node i an ancestor of some detach() whose rule is not known to be right?"""
+    detached = [j for j, s in enumerate(tape.steps) if s.op == "detach" and tape.rule(j) is not True]
+    todo = [r.index for j in detached for r in tape.steps[j].inputs if isinstance(r, NodeRef)]
     seen: set[int] = set()
     while todo:
         j = todo.pop()
@@ -248,58 +342,146 @@ def _feeds_detach(tape: Tape, i: int) -> bool:
 
 
 def _first_wrong_gradient(tape: Tape) -> str | None:
+    hints = tape.hints
     for i in reversed(range(len(tape.steps))):
         if not tape.differs(i, "grad"):
             continue
         e, a = tape.expected[i]["grad"], tape.actual[i]["grad"]
         got = f"  {tape.name(i)}.grad: {_expected_got(e, a)}{_shape_note(e, a)}"
-        detach = f"\n  {DETACH_HINT}" if _tensors(tape) and _feeds_detach(tape, i) else ""
-        if not _tensors(tape) and tape.steps[i].op == "detach":
-            detach = f"\n  {VALUE_DETACH_HINT}"
+        detach = f"\n  {hints.DETACH}" if tape.tensors and _feeds_detach(tape, i) else ""
+        if not tape.tensors and tape.steps[i].op == "detach":
+            detach = f"\n  {hints.DETACH}"
         users = tape.consumers(i)
         unknown = [j for j in users if tape.expected[j]["grad"] is None and tape.steps[j].op != "grad"]
         if _higher_order(tape) and unknown:
             return _explain_second_order(tape, i, got)
-        if users and not detach and not _tensors(tape) and all(tape.rule_is_right(j) for j in users):
+        if tape.carried_over(i):
             return _explain_backward(tape, i, users, got)
         if not users:
             if i in tape.outputs:
-                hint = TENSOR_SEED_HINT if _tensors(tape) else SEED_HINT
-                return f"wrong gradient at the output {tape.name(i)}\n{got}\n  {hint}"
+                return f"wrong gradient at the output {tape.name(i)}\n{got}\n  {hints.SEED}"
             return f"wrong gradient of {tape.name(i)}\n{got}{detach}"
+        wrong = [j for j in users if tape.rule(j) is False]
+        if wrong:
+            return _explain_wrong_rules(tape, i, wrong, users, got, detach)
+        if not detach and all(tape.rule(j) for j in users):
+            return _explain_backward(tape, i, users, got)
         if len(users) == 1:
-            j = users[0]
-            incoming = tape.expected[j]["grad"]
-            return (
-                f"wrong gradient from {_op(tape, j)}: {tape.expression(j)}\n"
-                f"  inputs: {_inputs(tape, j)}"
-                + ("" if incoming is None else f"; incoming gradient {tape.name(j)}.grad = {_q(incoming)}")
-                + f"\n{got}\n  where: {_path(tape, j)}{detach}{_assign(tape)}"
-            )
+            return _explain_op(tape, users[0], got, detach + _assign(tape))
         ops = ", ".join(f"{tape.steps[j].op} ({tape.expression(j)})" for j in users[:MAX_USERS])
         ops += f", ... ({len(users) - MAX_USERS} more)" if len(users) > MAX_USERS else ""
         if detach or _assign(tape):
             hint = (detach or _assign(tape)).strip()
         elif _higher_order(tape):
             hint = "its gradient is the sum of their contributions"
-        elif _tensors(tape):
-            hint = f"its gradient is the sum of their contributions; {SUM_ADJOINTS_HINT}"
+        elif tape.tensors:
+            hint = f"its gradient is the sum of their contributions; {hints.SUM}"
         else:
-            hint = f"its gradient is the sum of their contributions: check their rules; {ACCUMULATE_HINT}"
+            hint = f"its gradient is the sum of their contributions: check their rules; {hints.SUM}"
         head = f"wrong gradient of {tape.name(i)}, which feeds {len(users)} operations: {ops}"
         return f"{head}\n{got}\n  {hint}"
     return None
 
 
+def _explain_op(tape: Tape, j: int, got: str, tail: str = "") -> str:
+    """Node j's op sent a wrong gradient to its inputs: name it, its inputs and out.grad."""
+    incoming = tape.expected[j]["grad"]
+    parts = tape.wrong_parts(j)
+    if parts:
+        return _explain_part(tape, j, parts[0], got, tail)
+    return (
+        f"wrong gradient from {_op(tape, j)}: {tape.expression(j)}\n"
+        f"  inputs: {_inputs(tape, j)}"
+        + ("" if incoming is None else f"; incoming gradient {tape.name(j)}.grad = {_q(incoming)}")
+        + f"\n{got}\n  where: {_path(tape, j)}{tail}"
+    )
+
+
+def _explain_part(tape: Tape, j: int, k: int, got: str, tail: str) -> str:
+    """A composite op whose gradient is wrong because a primitive it is built from is."""
+    step = tape.steps[j]
+    primitive, text = tape.hints.BUILT_FROM[step.op][k]
+    args = [tape.arg(r) for r in step.inputs]
+    whole = tape.expression(j).split(" = ", 1)[1]
+    built = " and ".join(t.format(*args) for _, t in tape.hints.BUILT_FROM[step.op])
+    return (
+        f"wrong gradient from {primitive}: its rule, probed alone on {text.format(*args)}, differs from "
+        f"PyTorch's\n  {whole} is built from {built}, so its gradient is wrong too "
+        f"({tape.expression(j)}; inputs: {_inputs(tape, j)})\n{got}\n  where: {_path(tape, j)}{tail}"
+    )
+
+
+def _explain_wrong_rules(tape: Tape, i: int, wrong: list[int], users: list[int], got: str, tail: str) -> str:
+    """Among node i's consumers, those whose rules, probed alone, are wrong."""
+    culprit = {j: _culprit(tape, j) for j in wrong}
+    if len(set(culprit.values())) == 1:  # `a / a` and `a**-0.5` both wrong: pow's rule
+        wrong = [next((j for j in wrong if tape.steps[j].op == culprit[j]), wrong[0])]
+    if len(wrong) == 1:
+        others = len(users) - 1
+        note = ""
+        if others:
+            right = "right" if all(tape.rule(j) for j in users if j != wrong[0]) else "not known to be wrong"
+            plural = "s" * (others > 1)
+            note = f"\n  {tape.name(i)} also feeds {others} other operation{plural}, whose rules are {right}"
+        return _explain_op(tape, wrong[0], got, note + tail)
+    ops = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in wrong[:MAX_USERS])
+    return (
+        f"wrong gradient from several rules: {ops}\n{got}\n"
+        f"  each of these rules, run alone on its inputs, gives a gradient that differs from PyTorch's{tail}"
+    )
+
+
+def _culprit(tape: Tape, j: int) -> str:
+    """The primitive whose rule makes node j's gradient wrong (inside a composite, its part)."""
+    parts = tape.wrong_parts(j)
+    return tape.hints.BUILT_FROM[tape.steps[j].op][parts[0]][0] if parts else tape.steps[j].op
+
+
 def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> str:
     """The rules that feed node i are right on their own: backward() misused them."""
+    hints = tape.hints
     rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in users[:MAX_USERS])
     rules += f", ... ({len(users) - MAX_USERS} more)" if len(users) > MAX_USERS else ""
-    hint = BACKWARD_RESET_HINT if len(tape.outputs) > 1 else BACKWARD_ORDER_HINT
+    if tape.tensors:
+        if _single_adjoint(tape, i, users):
+            hint = f"it got one partial adjoint, not their sum: {hints.SUM}"
+        elif len(tape.outputs) > 1:
+            hint = hints.REPEATED_BACKWARD
+        else:
+            hint = f"{hints.SUM}; and {hints.ORDER}"
+        return (
+            f"wrong gradient of {tape.name(i)} from {hints.BACKWARD}: the gradient rules that send it "
+            f"partial adjoints are right on their own ({rules}), so backward combined them wrongly"
+            f"\n{got}\n  {hint}"
+        )
+    several = len(tape.outputs) > 1 and (tape.pass_index is None or tape.pass_index > 0)
+    hint = hints.REPEATED_BACKWARD if several else hints.ORDER
     return (
         f"wrong gradient of {tape.name(i)} from backward(): the rules that send it its gradient are "
         f"right on their own ({rules}), so backward() ran them with a wrong out.grad\n{got}\n  {hint}"
     )
+
+
+def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
+    """needle: is node i's gradient just one of the partial adjoints its consumers sent
+    (probed with their own gradients), while it should be their sum?"""
+    pieces = []
+    for j in users:
+        rule = tape.expected[j].get("rule")
+        if rule is None:
+            return False
+        flat, at = rule.array().reshape(-1), 0
+        for ref in tape.steps[j].inputs:
+            if not isinstance(ref, NodeRef):
+                continue
+            size = tape.expected[ref.index]["value"].array().size
+            if ref.index == i:
+                pieces.append(flat[at : at + size])
+            at += size
+    actual = tape.actual[i]["grad"]
+    if len(pieces) < 2 or actual is None:
+        return False
+    return any(close(Quantity.from_array(p.reshape(actual.shape)), actual) is None for p in pieces)
 
 
 def _explain_second_order(tape: Tape, i: int, got: str) -> str:
@@ -349,7 +531,7 @@ def explain_orders(tape: Tape, mismatches: list[Mismatch]) -> str:
             continue
         names = [", ".join(_node_name(tape, x) for x in q.data) for q in (m.expected, m.actual)]
         lines.append(f"\n  {m.name}, as nodes: expected {names[0]}\n    got {names[1]}")
-    return "".join(lines) + (f"\n  {ORDER_HINT}" if lines else "")
+    return "".join(lines) + (f"\n  {tape.hints.SORT_ORDER}" if lines and tape.hints.SORT_ORDER else "")
 
 
 def _node_name(tape: Tape, x: float) -> str:
@@ -360,24 +542,39 @@ def _node_name(tape: Tape, x: float) -> str:
 def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     """Results about the graph rather than numbers (lazy flags, what a detached node keeps)."""
     hints = []
-    if any(m.name.startswith("computed") for m in mismatches):
-        hints.append(LAZY_HINT)
-    tensors = _tensors(tape) or any(m.expected is not None and m.expected.shape != () for m in mismatches)
+    if any(m.name.startswith("computed") for m in mismatches) and tape.hints.LAZY:
+        hints.append(tape.hints.LAZY)
+    tensors = tape.tensors or any(m.expected is not None and m.expected.shape != () for m in mismatches)
     if tensors and any(s.op == "detach" for s in tape.steps):
-        hints.append(DETACH_HINT)
+        hints.append(tape.hints.DETACH)
     return "".join(f"\n  {h}" for h in hints)
 
 
-def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch]) -> str:
+def uses_mlp(expected: Run) -> bool:
+    """Does the case build an MLP from the submission's nn module?"""
+    return any(step.op in ("parameter", "mlp") for step in expected.steps)
+
+
+def mlp_note(expected: Run, assignment: str) -> str:
+    """Every failure of a case that builds an MLP states the MLP's contract."""
+    text = hints_for(assignment).MLP if uses_mlp(expected) else ""
+    return f"\n  {text}" if text else ""
+
+
+def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment: str | None = None) -> str:
     """The message for a failed case: the op to fix first, then the results that differ."""
+    if assignment is None:
+        assignment = "needle" if _tensor_entries(expected.tape) else "micrograd"
+    hints = hints_for(assignment)
     if actual.failure is not None:
-        return explain_failure(actual.failure)
-    tape = Tape(expected, actual)
+        return explain_failure(actual.failure, hints) + mlp_note(expected, assignment)
+    tape = Tape(expected, actual, hints)
     values = [m for m in mismatches if not m.is_grad]
     head = explain_forward(tape) if values else None
     if head is None:
         head = explain_gradient(tape)
     listing = explain_results(mismatches) + explain_orders(tape, mismatches)
     if head is None:
-        return "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
-    return f"{head}\nresults that differ:\n{listing}"
+        head = "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
+        return head + mlp_note(expected, assignment)
+    return f"{head}{mlp_note(expected, assignment)}\nresults that differ:\n{listing}"

@@ -188,6 +188,27 @@ class Oracle:
             if path is not None:
                 _write_atomically(path, {"format": FORMAT, **stored})
 
+    def freeze(self, cases: Iterable[Case]) -> dict[str, Any]:
+        """Every case's expected run as plain JSON, to ship where torch should not be imported
+        (Gradescope's autograder): `preload` takes it back."""
+        cases = list(cases)
+        self.prepare(cases)
+        return {
+            "format": FORMAT,
+            "runs": {case.id: run_to_plain(self.expected(case)) for case in cases},
+            "seconds": {case.id: self.seconds.get(case.id, 0.0) for case in cases},
+        }
+
+    def preload(self, frozen: dict[str, Any]) -> int:
+        """Take the runs `freeze` wrote; returns how many. Cases it lacks still run on torch,
+        and a file of another format is ignored."""
+        if frozen.get("format") != FORMAT:
+            return 0
+        for case_id, plain in frozen["runs"].items():
+            self._runs.setdefault(case_id, run_from_plain(plain))
+            self.seconds.setdefault(case_id, float(frozen["seconds"].get(case_id, 0.0)))
+        return len(frozen["runs"])
+
     def _load(self, path: Path) -> dict[str, Any]:
         """Take every run the cache file holds; return its contents to extend and rewrite.
 

@@ -47,6 +47,6 @@ def test_syntax_error_names_file_and_line(tmp_path):
 
 
 def test_import_error_is_reported(tmp_path):
-    root = make(tmp_path, "imports", "import does_not_exist\n")
+    root = make(tmp_path, "imports", "from micrograd.helpers import thing\n")
     with pytest.raises(SubmissionError, match="ModuleNotFoundError"):
         load_package(root, "micrograd", ("engine",))

@@ -339,8 +339,8 @@ def test_command_line_writes_gradescope_results_and_feedback(tmp_path, oracle):
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     data = json.loads(results.read_text())
-    assert {"score", "max_score", "execution_time", "tests"} <= set(data)
-    assert data["score"] == 5 and data["max_score"] == 8
+    assert {"score", "execution_time", "tests", "extra_data"} <= set(data)
+    assert data["score"] == 5 and data["extra_data"]["max_score"] == 8
     for test in data["tests"]:
         assert {"name", "score", "max_score", "status", "output", "tags", "visibility"} <= set(test)
     hidden = [t for t in data["tests"] if "hidden" in t["tags"]]

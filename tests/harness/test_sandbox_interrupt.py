@@ -4,11 +4,13 @@ process behind."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,3 +96,50 @@ def test_a_signal_stops_grading_cleanly(tmp_path, oracle, sig, status, word):
     assert len(lines) == 1 and word in lines[0], lines
     assert list(private.iterdir()) == []
     assert wait_for(lambda: processes_mentioning(str(private)) == [], MARGIN), "a worker outlived the grader"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_after_a_sigkill_no_worker_spins_and_the_next_run_sweeps_the_directory(tmp_path, oracle):
+    """SIGKILL gives the grader no chance to clean up: its workers die with it, and the next
+    grading run removes the directory it left (its lock is free); a live run's is kept."""
+    from grader.sandbox import scratch
+
+    sub = tmp_path / "sub"
+    shutil.copytree(REPO / "reference" / "micrograd", sub / "micrograd")
+    engine = sub / "micrograd" / "engine.py"
+    engine.write_text(engine.read_text().replace(*LOOP))
+    private = tmp_path / "tmp"
+    private.mkdir()
+    argv = [sys.executable, "-m", "grader", "grade", str(sub), "--assignment", "micrograd"]
+    argv += ["--suite", "public", "--suites", str(SMALL), "--cache-dir", str(oracle.cache_dir)]
+    argv += ["--timeout", "600"]
+    env = {**os.environ, "TMPDIR": str(private)}
+    grader = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = wait_for(
+            lambda: bool(list(private.glob("grader-sandbox-*")) and processes_mentioning(str(private))),
+            STARTUP,
+        )
+        assert started, "no worker started"
+        time.sleep(0.5)
+    finally:
+        grader.kill()
+        grader.wait()
+    assert wait_for(lambda: processes_mentioning(str(private)) == [], MARGIN), "a worker outlived the grader"
+    (left,) = private.glob("grader-sandbox-*")
+    assert any(left.rglob("engine.py"))  # the copy of the submission is still there
+
+    live = Path(tempfile.mkdtemp(prefix=scratch.PREFIX, dir=private))  # as a running grader holds it
+    with open(live / scratch.LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert scratch.sweep(private) == [left]
+        assert live.exists()
+    assert scratch.sweep(private) == [live]  # its grader gone, it goes too
+
+    dead = Path(tempfile.mkdtemp(prefix=scratch.PREFIX, dir=private))
+    (dead / scratch.LOCK).touch()
+    argv[4] = str(REPO / "reference")
+    argv[-1] = "10"
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True)  # a real run sweeps too
+    assert done.returncode == 0, done.stderr
+    assert list(private.iterdir()) == []

@@ -8,12 +8,52 @@ from typing import Any
 
 from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
-from grader.case.loading import load_package
+from grader.case.loading import Package
 from grader.case.quantity import Quantity
+
+#: the most nodes one op may create (a composite tanh has a handful; more is a runaway graph)
+MAX_OP_NODES = 10_000
 
 
 def _number(x: Any) -> float:
     return float(x)
+
+
+def requires_grad(raw: Any) -> Quantity | None:
+    """A leaf's `requires_grad` as a flag, if it has a plain bool one (the contract has none)."""
+    try:
+        flag = getattr(raw, "requires_grad", None)
+    except Exception:
+        return None
+    return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
+
+
+def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
+    """The nodes an op created, between its output and its inputs, in topological order
+    (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
+    running only `out._backward` would leave its inputs without a gradient."""
+    stop = {id(x) for x in inputs}
+    order: list[Any] = []
+    seen = {id(out)}
+    stack: list[tuple[Any, bool]] = [(out, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for child in getattr(node, "_prev", ()) or ():
+            if id(child) not in stop and id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, False))
+        if len(seen) > MAX_OP_NODES:
+            return [out]
+    return order
+
+
+#: each module a case may need -> what it defines (found in the package itself when the
+#: submission has no such module: a single micrograd.py, or everything in __init__.py)
+PROVIDES = {"engine": "Value", "nn": "MLP"}
 
 
 class OrderedChildren(set):
@@ -78,16 +118,27 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
 
 class MicrogradBackend(ScalarBackend):
     name = "micrograd"
+    #: a folder named micrograd/ holding this (or __init__.py) is the package
+    markers = ("engine.py",)
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)
+        self.modules = modules
         self.engine = modules["engine"]
-        self.nn = modules.get("nn")
         self.Value = self.engine.Value
 
+    @property
+    def nn(self) -> Any:
+        """`micrograd.nn`, imported when an MLP case first asks: a missing or broken nn.py
+        costs those cases only."""
+        return self.modules["nn"]
+
     @classmethod
-    def load(cls, directory: str | Path) -> dict:
-        return load_package(directory, "micrograd", ("engine", "nn"))
+    def load(cls, directory: str | Path) -> Package:
+        """The submission's micrograd with its engine imported (every case needs `Value`)."""
+        package = Package(directory, "micrograd", markers=cls.markers, provides=PROVIDES)
+        package.module("engine")
+        return package
 
     ops = {
         **OPERATORS,
@@ -106,17 +157,29 @@ class MicrogradBackend(ScalarBackend):
         self.tape.mark_output(node)
         fix_visiting_order(node.raw, {id(n.raw): n.index for n in self.tape.nodes})
         node.raw.backward()
+        self.snapshot()
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Also each node's `requires_grad`, when the submission's Value has one: a leaf made
+        with requires_grad=False gets no gradient, and the diagnostic says so."""
+        tape = super().read_tape()
+        for entry, node in zip(tape, self.tape.nodes, strict=True):
+            entry["requires_grad"] = requires_grad(node.raw)
+        return tape
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
-        self.run_rule(out.raw, out_grad)
+        inputs = [self.tape.nodes[i].raw for i in self.input_indices(out)]
+        self.run_rule(out.raw, out_grad, inputs)
 
     def set_grad(self, raw: Any, grad: float) -> None:
         raw.grad = grad
 
-    def run_rule(self, out: Any, out_grad: float) -> None:
+    def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
+        """Run the rules of every node the op created, from `out` back to `inputs`."""
         out.grad = out_grad
-        out._backward()
+        for node in reversed(op_nodes(out, inputs)):
+            node._backward()
 
     def value_of(self, raw: Any) -> Quantity:
         return Quantity((_number(raw.data),), ())

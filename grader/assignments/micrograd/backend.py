@@ -19,6 +19,42 @@ from grader.case.trace import Node, NodeRef, Step
 PROBE_SEED, PROBE_GRAD = 0.25, 0.75
 #: the most op nodes a tape probes (a long chain is about backward(), not about its rules)
 MAX_PROBES = 200
+#: the most backward() calls whose every node's gradient a tape keeps, one snapshot per call
+MAX_PASSES = 8
+
+
+class _Leaf:
+    """A probe's input: a fresh leaf holding `data`; two with one `key` are one leaf."""
+
+    __slots__ = ("key", "data")
+
+    def __init__(self, key: object, data: float) -> None:
+        self.key, self.data = key, data
+
+
+def _parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | None:
+    """The primitives the contract builds a composite op from, each as (op, inputs) at the
+    data it meets inside: `a / b` is `a * b**-1`, so its parts are `b**-1` and `a * (1/b)`.
+    A wrong part's rule is what to name when a composite's gradient is wrong (the student
+    wrote `__pow__`'s rule, not `__truediv__`'s). The texts are in hints.BUILT_FROM."""
+    x = args[0]
+    y = args[1] if len(args) > 1 else None
+    node = isinstance(y, _Leaf)
+    if op == "neg":
+        return [("mul", [x, -1])]
+    if op == "sub":
+        return [("mul", [y, -1]), ("add", [x, _Leaf("-y", -y.data)])] if node else [("add", [x, -y])]
+    if op == "rsub":
+        return [("mul", [x, -1]), ("add", [_Leaf("-x", -x.data), y])]
+    if op == "truediv" and node:
+        return [("pow", [y, -1]), ("mul", [x, _Leaf("1/y", 1.0 / y.data if y.data else 0.0)])]
+    if op == "truediv":
+        return [("mul", [x, y**-1 if y else 0.0])]
+    if op == "rtruediv":
+        return [("pow", [x, -1]), ("mul", [_Leaf("1/x", 1.0 / x.data if x.data else 0.0), y])]
+    if op in ("radd", "rmul"):
+        return [(op[1:], [x, y])]
+    return None
 
 
 def mlp_weights(nin: int, nouts: list[int], seed: int) -> list[list[tuple[list[float], float]]]:
@@ -52,6 +88,11 @@ class Model:
 
 
 class ScalarBackend(Backend):
+    def __init__(self, trace: bool = True) -> None:
+        super().__init__(trace)
+        #: each backward() call's snapshot of every node's gradient (see `snapshot`)
+        self.passes: list[list[float]] = []
+
     def value(self, x: float, label: str = "") -> Node:
         return self.wrap(self.make_value(float(x)), "leaf", (), {}, label)
 
@@ -76,36 +117,82 @@ class ScalarBackend(Backend):
     def set_grad(self, raw: Any, grad: float) -> None:
         raise NotImplementedError
 
-    def run_rule(self, out: Any, out_grad: float) -> None:
-        """Run the gradient rule of `out`'s op alone, with `out_grad` as out's gradient."""
+    def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
+        """Run the gradient rule of `out`'s op alone, with `out_grad` as out's gradient: every
+        node the op created between `out` and `inputs`, not only `out`'s own closure."""
         raise NotImplementedError
 
+    def input_indices(self, node: Node) -> list[int]:
+        """The tape indices of the nodes `node`'s op was applied to."""
+        if node.index is None:
+            return []
+        return [r.index for r in self.tape.steps[node.index].inputs if isinstance(r, NodeRef)]
+
+    def snapshot(self) -> None:
+        """After a backward() call: every node's gradient now. Interior gradients are
+        recomputed by each call and leaves add up, so the final tape alone cannot say which
+        call went wrong; these snapshots can (a second call that did not start from zero)."""
+        if not self.tape.enabled or len(self.passes) > MAX_PASSES:
+            return
+        grads = []
+        for node in self.tape.nodes:
+            try:
+                grad = self.grad_of(node.raw)
+            except Exception:
+                grad = None
+            grads.append(grad.data[0] if grad is not None else 0.0)
+        self.passes.append(grads)
+
     def read_tape(self) -> list[dict[str, Quantity | None]]:
-        """Each op node's entry also holds `rule`, its rule probed alone. When a node's
-        gradient is wrong although the rules of all its consumers are right, the fault is in
-        backward() (order, reset), not in a rule: the diagnostic can say so."""
+        """Each op node's entry also holds `rule`, its rule probed alone (and `parts`, the
+        rules of the primitives a composite op is built from). When a node's gradient is
+        wrong although the rules of all its consumers are right, the fault is in backward()
+        (order, reset), not in a rule: the diagnostic can say so. With several backward()
+        calls, `passes` holds the node's gradient after each."""
         tape = super().read_tape()
         ops = [i for i, step in enumerate(self.tape.steps) if step.op in self.ops and step.op != "detach"]
         if len(ops) <= MAX_PROBES:
             for i in ops:
-                tape[i]["rule"] = self.probe_rule(self.tape.steps[i])
+                step = self.tape.steps[i]
+                args = self._probe_args(step)
+                tape[i]["rule"] = self.probe(step.op, args, step.kwargs)
+                parts = _parts(step.op, args)
+                if parts:
+                    rows = [self.probe(op, part_args) for op, part_args in parts]
+                    if all(r is not None and len(r.data) <= 2 for r in rows):
+                        flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
+                        tape[i]["parts"] = Quantity(flat, (len(rows), 2))
+        if 2 <= len(self.passes) <= MAX_PASSES:
+            for i, entry in enumerate(tape):
+                grads = tuple(p[i] if i < len(p) else 0.0 for p in self.passes)
+                entry["passes"] = Quantity(grads, (len(grads),))
         return tape
 
-    def probe_rule(self, step: Step) -> Quantity | None:
-        """Apply `step`'s op to fresh leaves holding its inputs' data, run its rule alone and
-        return each leaf's gradient (a node used twice, as in `a + a`, is one leaf)."""
+    def _probe_args(self, step: Step) -> list[Any]:
+        """A step's inputs as probe inputs: each node a `_Leaf` with its data."""
+        args: list[Any] = []
+        for ref in step.inputs:
+            if isinstance(ref, NodeRef):
+                args.append(_Leaf(ref.index, self.value_of(self.tape.nodes[ref.index].raw).data[0]))
+            else:
+                args.append(ref)
+        return args
+
+    def probe(self, op: str, args: list[Any], kwargs: dict | None = None) -> Quantity | None:
+        """Apply `op` to fresh leaves holding `args`' data, run its rule alone and return
+        what it added to each leaf's gradient (a node used twice, as in `a + a`, is one
+        leaf). The leaves start from PROBE_SEED, so a rule that assigns (`=`) shows."""
         try:
-            leaves: dict[int, Any] = {}
-            for ref in step.inputs:
-                if isinstance(ref, NodeRef) and ref.index not in leaves:
-                    data = self.value_of(self.tape.nodes[ref.index].raw).data[0]
-                    leaves[ref.index] = self.make_value(data)
-            args = [leaves[ref.index] if isinstance(ref, NodeRef) else ref for ref in step.inputs]
-            out = self.ops[step.op](*args, **step.kwargs)
+            leaves: dict[object, Any] = {}
+            for arg in args:
+                if isinstance(arg, _Leaf) and arg.key not in leaves:
+                    leaves[arg.key] = self.make_value(arg.data)
+            raw = [leaves[a.key] if isinstance(a, _Leaf) else a for a in args]
+            out = self.ops[op](*raw, **(kwargs or {}))
             for leaf in leaves.values():
                 self.set_grad(leaf, PROBE_SEED)
-            self.run_rule(out, PROBE_GRAD)
-            grads = tuple(self.grad_of(leaf).data[0] for leaf in leaves.values())
+            self.run_rule(out, PROBE_GRAD, list(leaves.values()))
+            grads = tuple(self.grad_of(leaf).data[0] - PROBE_SEED for leaf in leaves.values())
             return Quantity(grads, (len(grads),))
         except Exception:  # unknown: the diagnostic falls back to naming the rule
             return None

@@ -53,6 +53,7 @@ class TorchScalarBackend(ScalarBackend):
             node.raw.retain_grad()
             node.raw.grad = None
         node.raw.backward(retain_graph=True)
+        self.snapshot()
 
     def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)
@@ -62,7 +63,7 @@ class TorchScalarBackend(ScalarBackend):
     def set_grad(self, raw: torch.Tensor, grad: float) -> None:
         raw.grad = torch.tensor(grad, dtype=torch.float64)
 
-    def run_rule(self, out: torch.Tensor, out_grad: float) -> None:
+    def run_rule(self, out: torch.Tensor, out_grad: float, inputs: list[Any]) -> None:
         out.backward(torch.tensor(out_grad, dtype=torch.float64))
 
     def _ancestors(self, node: Node) -> set[int]:

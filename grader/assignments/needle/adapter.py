@@ -11,7 +11,7 @@ import numpy as np
 
 from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
 from grader.case.backend import OPERATORS
-from grader.case.loading import load_package
+from grader.case.loading import Package
 from grader.case.quantity import Quantity
 from grader.case.trace import Node
 
@@ -26,8 +26,15 @@ def _helper(ops_module: Any, name: str) -> Callable[..., Any]:
     return lambda *args, **kwargs: getattr(ops_module, name)(*args, **kwargs)
 
 
+#: each module a case needs -> what it defines (found in the package itself when the
+#: submission has no such module: a single needle.py, or everything in __init__.py)
+PROVIDES = {"autograd": "Tensor", "ops": "EWiseAdd"}
+
+
 class NeedleBackend(TensorBackend):
     name = "needle"
+    #: a folder named needle/ holding this (or __init__.py) is the package
+    markers = ("autograd.py",)
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)
@@ -49,8 +56,13 @@ class NeedleBackend(TensorBackend):
         }
 
     @classmethod
-    def load(cls, directory: str | Path) -> dict:
-        return load_package(directory, "needle", ("autograd", "ops", "init"))
+    def load(cls, directory: str | Path) -> Package:
+        """The submission's needle with the modules every case needs: autograd and ops
+        (init.py is not needed: no case uses it)."""
+        package = Package(directory, "needle", markers=cls.markers, provides=PROVIDES)
+        for name in ("autograd", "ops"):
+            package.module(name)
+        return package
 
     # ---- leaves, backward, gradients ----
 

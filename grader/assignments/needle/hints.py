@@ -1,0 +1,48 @@
+"""What needle's diagnostics tell a student, beyond the numbers: the text of each hint.
+
+`grader.verdict.diagnose` is generic; it takes its words from here. Every assignment's
+hints.py has the same names (an empty string where a hint does not apply).
+"""
+
+#: how the op of a tape step is named in a message: a Tensor operator that builds more than
+#: one op is the method the student wrote (`2 - a` runs `a.__rsub__(2)`)
+OP_NAMES = {
+    "sub": "Tensor.__sub__",
+    "rsub": "Tensor.__rsub__",
+    "rtruediv": "Tensor.__rtruediv__",
+}
+BUILT_FROM: dict[str, tuple[tuple[str, str], ...]] = {}
+PRIMITIVES: tuple[str, ...] = ()
+
+SEED = (
+    "backward(out_grad) must set the output's gradient to out_grad (ones when none is given), "
+    "replacing the gradient of any earlier backward"
+)
+SUM = "backward must add up the partial adjoints a node receives from every op that uses it"
+BACKWARD = "compute_gradient_of_variables"
+ORDER = (
+    "backward reached a node before every op that uses it had sent its gradient: "
+    "find_topo_sort must put each node after its inputs (post-order), and backward walk it in reverse"
+)
+REPEATED_BACKWARD = (
+    "backward ran more than once in this case: each backward assigns the gradients for its own "
+    "output, replacing those of an earlier backward, never adding to them"
+)
+DETACH = "no gradient flows through detach(): the detached tensor is a new leaf, without op or inputs"
+NO_GRADIENT = (
+    "they have requires_grad = False, so backward gave them no gradient: "
+    "Tensor(array) must make a leaf with requires_grad=True unless told otherwise, and keep "
+    "the requires_grad it is given"
+)
+RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+TOPO = ORDER
+SORT_ORDER = "find_topo_sort lists each node after its inputs: a post-order depth-first search"
+LAZY = (
+    "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "
+    "realize_cached_data() or numpy() asks for it, and must equal eager mode's"
+)
+HIGHER_ORDER = (
+    "this case differentiates a gradient: gradient rules must build their result from the "
+    "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
+)
+MLP = ""

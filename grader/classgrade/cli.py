@@ -1,0 +1,191 @@
+"""`python -m grader grade-class ROOT` and `python -m grader merge OUT SHARD.db...`.
+
+grade-class ROOT [--out DIR] [--jobs N] [--force] [--shard I/N] [--dask ADDRESS]
+            [--suite ...] [--assignment ...] [--timeout S] [--budget S] [--memory MIB]
+grade-class --nbgrader COURSE_ROOT ASSIGNMENT      the fast path into nbgrader's gradebook
+merge OUT SHARD.db...                              combine shard gradebooks
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.assignments import NAMES
+from grader.case.define import Case
+from grader.classgrade.layout import Submission
+from grader.pipeline import SUITES_DIR, Request, choose_assignments, select_cases
+from grader.report.model import VISIBILITIES
+from grader.sandbox import Limits
+from grader.verdict.oracle import Oracle, default_cache_dir
+
+
+class UsageError(ValueError):
+    """The user's mistake: one line on stderr, exit status 2."""
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text}: expected I/N, e.g. 0/4") from None
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(f"--shard {text}: I must be in 0..N-1")
+    return index, count
+
+
+def case_chooser(request: Request) -> Callable[[Submission], list[Case]]:
+    """Each submission's cases (its assignments, unless --assignment), collected once per set."""
+    cache: dict[tuple[str, ...], list[Case]] = {}
+
+    def cases(sub: Submission) -> list[Case]:
+        names = tuple(choose_assignments(Path(sub.path), request.only))
+        if names not in cache:
+            cache[names] = select_cases(Path(sub.path), request)
+        return cache[names]
+
+    return cases
+
+
+def cmd_grade_class(args: argparse.Namespace) -> int:
+    try:
+        return _grade_class(args)
+    except UsageError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
+
+
+def _grade_class(args: argparse.Namespace) -> int:
+    from grader.classgrade.engine import GRACE, LocalBackend, grade_class
+    from grader.classgrade.exports import export_all
+    from grader.classgrade.gradebook import Gradebook
+    from grader.classgrade.layout import LayoutError, discover
+    from grader.classgrade.progress import ClassProgress, summary
+    from grader.classgrade.runner import cpu_count
+
+    root = Path(args.root)
+    shard = parse_shard(args.shard)
+    only = tuple(args.assignment) if args.assignment else None
+    if args.nbgrader:
+        if args.nbgrader_assignment not in NAMES:
+            raise UsageError(f"--nbgrader needs an assignment, one of {', '.join(NAMES)}")
+        only = (args.nbgrader_assignment,)
+        if not (root / "submitted").is_dir():
+            raise UsageError(f"{root} is not an nbgrader course root (no submitted/ folder)")
+    elif args.nbgrader_assignment:
+        raise UsageError("an ASSIGNMENT after ROOT is only for --nbgrader")
+    out = Path(args.out) if args.out else (root / "classgrade" if args.nbgrader else Path("class-grades"))
+    limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
+    keep = None
+    if args.only_cases:
+        patterns = list(args.only_cases)
+        keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
+    request = Request(
+        suite=args.suite,
+        only=only,
+        suites_dir=Path(args.suites),
+        limits=limits,
+        keep=keep,
+        visibility=args.hidden_visibility,
+    )
+    try:
+        submissions = discover(root, out / "work", only)
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from None
+    if args.nbgrader:
+        assignment = args.nbgrader_assignment
+        submissions = [s for s in submissions if (root / "submitted" / s.student / assignment).is_dir()]
+    jobs = args.jobs or cpu_count()
+    if args.dask:
+        from grader.classgrade.dask import DaskBackend
+
+        backend = DaskBackend(args.dask)
+    else:
+        backend = LocalBackend(jobs, limits.budget + GRACE)
+    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    name = "gradebook"
+    if args.nbgrader:
+        name += f"-{args.nbgrader_assignment}"  # one class gradebook per assignment of the course
+    if shard:
+        name += f"-shard{shard[0]}of{shard[1]}"
+    gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
+    started = time.perf_counter()
+    with Gradebook(gradebook) as book, ClassProgress() as progress:
+        run = grade_class(
+            submissions,
+            case_chooser(request),
+            oracle,
+            book,
+            backend,
+            limits,
+            args.hidden_visibility,
+            force=args.force,
+            shard=shard,
+            on_start=progress.on_start,
+            on_done=progress.on_done,
+        )
+    seconds = time.perf_counter() - started
+    with Gradebook(gradebook) as book:
+        progress.console.print(summary(book, run, seconds, jobs))
+        written = export_all(book, out)
+        if args.nbgrader:
+            from grader.classgrade.nbgrader import write_course_grades
+
+            count = write_course_grades(root, args.nbgrader_assignment, book)
+            progress.console.print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
+    progress.console.print(f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from grader.classgrade.gradebook import merge
+
+    try:
+        students, rows = merge(args.out, args.shards)
+    except FileNotFoundError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: {students} students, {rows} case results")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    defaults = Limits()
+    p = sub.add_parser("grade-class", help="grade a whole class in parallel into a gradebook")
+    p.add_argument("root", help="one folder per student, nbgrader's submitted/ layout, or an LMS zip")
+    p.add_argument("nbgrader_assignment", nargs="?", metavar="ASSIGNMENT", help="with --nbgrader")
+    p.add_argument(
+        "--nbgrader", action="store_true", help="ROOT is an nbgrader course: write its gradebook.db"
+    )
+    p.add_argument("--out", metavar="DIR", help="gradebook and exports (default ./class-grades)")
+    p.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default OUT/gradebook.db)")
+    p.add_argument("--jobs", type=int, default=0, help="submissions at once (default: all cores)")
+    p.add_argument("--force", action="store_true", help="regrade every submission, changed or not")
+    p.add_argument("--shard", metavar="I/N", help="grade only part I of N (0-based), e.g. a job array's task")
+    p.add_argument(
+        "--dask", metavar="ADDRESS", help="run submissions on this Dask scheduler (tcp://host:8786)"
+    )
+    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
+    p.add_argument(
+        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
+    )
+    p.add_argument("--timeout", type=float, default=defaults.timeout, help="seconds per case")
+    p.add_argument("--budget", type=float, default=defaults.budget, help="seconds per submission")
+    p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker")
+    p.add_argument("--cache-dir", metavar="DIR", help="oracle cache")
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES)
+    p.set_defaults(func=cmd_grade_class)
+
+    p = sub.add_parser("merge", help="combine shard gradebooks into one")
+    p.add_argument("out", help="the merged gradebook (created, or added to)")
+    p.add_argument("shards", nargs="+", help="shard gradebooks")
+    p.set_defaults(func=cmd_merge)

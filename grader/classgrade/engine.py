@@ -1,0 +1,127 @@
+"""The class run: which submissions to grade, one oracle run, then all of them at once.
+
+`grade_class` takes the submissions, hashes each, skips those the gradebook holds unchanged
+(unless `force`), runs the oracle once for the whole class (the expected answers do not
+depend on the student), and hands the rest to a backend: the local fork pool (all cores) or
+a Dask cluster. Each answer is scored here by `pipeline.grade` and written to the gradebook
+in one transaction as soon as it comes, so a kill loses only what was in flight.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from grader.case.define import Case
+from grader.classgrade.gradebook import Gradebook
+from grader.classgrade.hashing import cases_key, files_hash
+from grader.classgrade.layout import Submission
+from grader.classgrade.pool import Finished, ForkPool
+from grader.classgrade.runner import CaseRef, Job, Outcome, default_secrets, report_for, sandbox_runs
+from grader.pipeline import yardstick
+from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
+from grader.sandbox import Limits
+from grader.verdict.oracle import Oracle
+
+#: seconds a submission's worker may run beyond its grading budget before it is killed
+GRACE = 60.0
+
+
+class Backend(Protocol):
+    def run(self, jobs: list[Job]) -> Iterator[Finished]:
+        """Each job's `Finished` (value: an `Outcome`), in any order."""
+        ...
+
+
+@dataclass
+class LocalBackend:
+    """All cores of this machine: one fresh forked process per submission."""
+
+    jobs: int
+    deadline: float
+
+    def run(self, jobs: list[Job]) -> Iterator[Finished]:
+        pool = ForkPool(self.jobs, self.deadline)
+        return pool.run(sandbox_runs, [(job.student, job) for job in jobs])
+
+
+def in_shard(student: str, shard: tuple[int, int] | None) -> bool:
+    """`shard` = (i, n): a stable, disjoint split by the student's id (crc32 mod n)."""
+    if shard is None:
+        return True
+    index, count = shard
+    return zlib.crc32(student.encode()) % count == index
+
+
+@dataclass
+class ClassRun:
+    """What happened: graded, skipped as unchanged, and the reports of those graded."""
+
+    graded: dict[str, Report] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # student -> the worker's fault
+
+
+def grade_class(
+    submissions: Iterable[Submission],
+    cases: Callable[[Submission], list[Case]] | list[Case],
+    oracle: Oracle,
+    book: Gradebook,
+    backend: Backend | None = None,
+    limits: Limits | None = None,
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY,
+    force: bool = False,
+    shard: tuple[int, int] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_done: Callable[[str, Report], None] | None = None,
+) -> ClassRun:
+    """Grade every submission not in the gradebook as it is now; see the module's docstring.
+    `cases` is one list for all, or a function of the submission (e.g. its assignments)."""
+    limits = limits or Limits()
+    backend = backend or LocalBackend(1, limits.budget + GRACE)
+    subs = sorted((s for s in submissions if in_shard(s.student, shard)), key=lambda s: s.student)
+    case_lists = {s.student: cases(s) if callable(cases) else list(cases) for s in subs}
+    everything = {c.id: c for group in case_lists.values() for c in group}
+    oracle.prepare(everything.values())  # ONE oracle run (or cache read) for the whole class
+    seen = book.stored()
+    result = ClassRun()
+    todo: list[tuple[Submission, str, str]] = []
+    for sub in subs:
+        key = cases_key(case_lists[sub.student], visibility)
+        digest = files_hash(sub.path)
+        old = seen.get(sub.student)
+        if not force and old is not None and (old.hash, old.cases_key) == (digest, key):
+            result.skipped.append(sub.student)
+        else:
+            todo.append((sub, digest, key))
+    if on_start:
+        on_start(len(todo), len(result.skipped))
+    by_student = {sub.student: (sub, digest, key) for sub, digest, key in todo}
+    secrets = default_secrets(oracle)
+    jobs = [
+        Job(
+            sub.student,
+            Path(sub.path),
+            tuple(CaseRef.of(c) for c in case_lists[sub.student]),
+            yardstick(case_lists[sub.student], oracle),
+            limits,
+            secrets,
+        )
+        for sub, _, _ in todo
+    ]
+    for finished in backend.run(jobs):
+        sub, digest, key = by_student[finished.key]
+        outcome: Outcome | None = finished.value
+        report = report_for(sub.path, case_lists[sub.student], oracle, outcome, visibility, finished.fault)
+        report.seconds = finished.seconds
+        state = "graded" if finished.fault is None else "error"
+        book.record(sub.student, report, digest, key, state, sub.timestamp)
+        result.graded[sub.student] = report
+        if finished.fault is not None:
+            result.failed[sub.student] = finished.fault
+        if on_done:
+            on_done(sub.student, report)
+    return result

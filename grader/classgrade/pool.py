@@ -1,0 +1,122 @@
+"""Fresh worker processes forked from a warm one, each with a deadline.
+
+A fork server (multiprocessing's `forkserver`, started once per class) imports numpy, the
+case package and the pipeline; every submission then runs in a new process forked from it,
+so it starts warm, and never in a process that served another student. Each process gets a
+wall-clock deadline: past it, or when it dies without an answer, the submission gets a
+fault with the reason and the others go on; a slow or hostile submission holds one slot
+for at most its deadline.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+#: imported once, in the fork server, before any submission's process is forked from it
+PRELOAD = ["numpy", "grader.pipeline", "grader.classgrade.runner"]
+
+
+@dataclass
+class Finished:
+    """One task's end: its value, or why there is none (`fault`)."""
+
+    key: str
+    value: Any = None
+    fault: str | None = None
+    seconds: float = 0.0  # wall time from start to answer
+
+
+def _serve(conn: Connection, fn: Callable[[Any], Any], arg: Any) -> None:
+    """In the forked process: run, send the value (or the grader's own traceback), exit."""
+    try:
+        result: tuple[str, Any] = ("ok", fn(arg))
+    except BaseException as exc:  # the grader's failure in this worker: reported, not raised
+        result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[-4000:])
+    try:
+        conn.send(result)
+    finally:
+        conn.close()
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "the grader's worker for this submission stopped answering"
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the grader's worker for this submission was killed by {name}"
+    return f"the grader's worker for this submission exited with status {code} before answering"
+
+
+class ForkPool:
+    """Runs `fn(arg)` for each task in a fresh process forked from a warm fork server."""
+
+    def __init__(self, jobs: int, deadline: float, preload: list[str] | None = None) -> None:
+        self.jobs = max(1, jobs)
+        self.deadline = deadline
+        self.ctx = multiprocessing.get_context("forkserver")
+        self.ctx.set_forkserver_preload(PRELOAD if preload is None else preload)
+
+    def run(self, fn: Callable[[Any], Any], tasks: Iterable[tuple[str, Any]]) -> Iterator[Finished]:
+        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once."""
+        todo = list(tasks)[::-1]
+        running: dict[Connection, tuple[str, Any, float]] = {}
+        started: dict[str, float] = {}
+        try:
+            while todo or running:
+                while todo and len(running) < self.jobs:
+                    key, arg = todo.pop()
+                    receiver, sender = self.ctx.Pipe(duplex=False)
+                    process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
+                    started[key] = time.monotonic()
+                    process.start()
+                    sender.close()
+                    running[receiver] = (key, process, time.monotonic() + self.deadline)
+                soonest = min(end for _, _, end in running.values())
+                ready = wait(list(running), timeout=max(0.0, min(soonest - time.monotonic(), 1.0)))
+                for conn in ready:
+                    key, process, _ = running.pop(conn)
+                    finished = self._collect(key, conn, process)
+                    finished.seconds = time.monotonic() - started[key]
+                    yield finished
+                now = time.monotonic()
+                for conn, (key, process, end) in list(running.items()):
+                    if now > end:
+                        del running[conn]
+                        process.kill()
+                        process.join()
+                        conn.close()
+                        late = f"grading took longer than {self.deadline:g} s and was stopped"
+                        yield Finished(key, fault=late, seconds=self.deadline)
+        finally:
+            for conn, (_, process, _) in running.items():
+                process.kill()
+                process.join()
+                conn.close()
+
+    @staticmethod
+    def _collect(key: str, conn: Connection, process: Any) -> Finished:
+        try:
+            status, value = conn.recv()
+        except (EOFError, OSError):
+            process.join(5)
+            return Finished(key, fault=_exit_reason(process.exitcode))
+        finally:
+            conn.close()
+        process.join(5)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+        if status != "ok":
+            return Finished(key, fault=f"the grader failed on this submission: {value}")
+        return Finished(key, value)

@@ -1,0 +1,131 @@
+"""One submission's run, split where the trust boundary is.
+
+`sandbox_runs` is what a forked worker (or a Dask task) does for one submission: check its
+files, run its cases in the sandbox, and return the raw runs. It needs no oracle and no
+case functions: `CaseRef`s name the cases, and the sandbox's workers collect them anew.
+`report_for` then scores those runs in the grading process through `pipeline.grade` itself,
+with a `Replay` engine: the verdicts are made by the very code `grader grade` uses, so a
+class grades exactly as its submissions would one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.case.define import Case
+from grader.case.run import Run
+from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, check_integrity, grade
+from grader.report.model import Report
+from grader.sandbox import Limits
+from grader.verdict.integrity import Finding
+from grader.verdict.oracle import Oracle
+
+
+@dataclass(frozen=True)
+class CaseRef:
+    """What the sandbox needs of a case: which one, and where its suite is."""
+
+    id: str
+    assignment: str
+    suite: str
+    suites_dir: Path
+
+    @classmethod
+    def of(cls, case: Case) -> CaseRef:
+        return cls(case.id, case.assignment, case.suite, case.suites_dir)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to run one submission: plain, picklable data."""
+
+    student: str
+    path: Path
+    cases: tuple[CaseRef, ...]
+    yardstick: dict[str, float]
+    limits: Limits
+    secrets: tuple[Path, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """A worker's answer: each run case's run by id, and what the engine saw on the way."""
+
+    runs: dict[str, Run]
+    flags: dict[str, Finding]
+    notes: list[str]
+
+
+def sandbox_runs(job: Job) -> Outcome:
+    """Run the job's cases on its submission in the sandbox (the integrity scan first, as
+    `grade` does: a flagged assignment's cases are not run)."""
+    directory = Path(job.path)
+    flags = check_integrity(directory, sorted({c.assignment for c in job.cases}))
+    todo = [c for c in job.cases if c.assignment not in flags]
+    if not todo:
+        return Outcome({}, {}, [])
+    runner = SandboxRunner(job.limits, list(job.secrets))
+    done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
+    return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
+
+
+def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
+    """The same, for a worker on another machine: the submission comes as its files."""
+    with tempfile.TemporaryDirectory(prefix="grader-class-") as tmp:
+        root = Path(tmp) / "submission"
+        for relative, data in files.items():
+            target = root.joinpath(*Path(relative).parts)
+            if root.resolve() not in target.resolve().parents:
+                continue  # never outside the copy
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        root.mkdir(exist_ok=True)
+        cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
+        local = Job(job.student, root, cases, job.yardstick, job.limits, default_secrets())
+        return sandbox_runs(local)
+
+
+def default_secrets(oracle: Oracle | None = None) -> tuple[Path, ...]:
+    """What a worker must never see (for the sandbox's fallback): reference/, the oracle's cache."""
+    cache = [oracle.cache_dir] if oracle is not None and oracle.cache_dir else []
+    return (REPO / "reference", *cache)
+
+
+class Replay:
+    """An engine that hands `grade` the runs a worker already made."""
+
+    def __init__(self, done: Outcome | None, fault: str | None = None) -> None:
+        self.done, self.fault = done, fault
+
+    def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        if self.done is None:
+            return Runs([Run(fault=self.fault) for _ in cases])
+        missing = "the grader's worker returned no result for this case"
+        runs = [self.done.runs.get(c.id) or Run(fault=missing) for c in cases]
+        return Runs(runs, dict(self.done.flags), list(self.done.notes))
+
+
+def report_for(
+    path: Path,
+    cases: list[Case],
+    oracle: Oracle,
+    done: Outcome | None,
+    visibility: str,
+    fault: str | None = None,
+) -> Report:
+    """The submission's report from a worker's runs; with `fault` (the worker crashed or
+    overran), every case is an error with that reason."""
+    report = grade(path, cases, oracle, Replay(done, fault), visibility)
+    if fault is not None:
+        report.errors.append(fault)
+    return report
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1

@@ -1,0 +1,95 @@
+"""The sandbox's directories on disk: one per grading run, gone even after a SIGKILL.
+
+A run's directory (`$TMPDIR/grader-sandbox-*`) holds a copy of the submission and, while
+the hidden suite runs, of that suite. Ctrl-C and SIGTERM remove it on the way out; SIGKILL
+(the out-of-memory killer, a scheduler's hard stop, `kill -9`) leaves no chance to. So each
+run holds an exclusive `flock` on a `.lock` file inside its directory, and every run sweeps
+the directories whose lock nobody holds before it makes its own: the kernel releases a
+dead process's locks, whatever killed it, so a held lock means a live grader and a free
+one means a leftover. Workers die with the grader (bubblewrap's `--die-with-parent`, the
+worker's own parent-death signal), so a leftover has no process left writing into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+PREFIX = "grader-sandbox-"
+LOCK = ".lock"
+#: a directory without its lock may be a run between `mkdtemp` and taking its lock
+UNLOCKED_GRACE = 600.0  # seconds
+
+
+def remove(path: Path) -> None:
+    """Remove a tree the submission wrote into: it may have taken its own permissions away."""
+
+    def again(func, name, _exc) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+            os.chmod(name, stat.S_IRWXU)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+            if os.path.isdir(name) and not os.path.islink(name):
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+
+    handler = {"onexc": again} if sys.version_info >= (3, 12) else {"onerror": again}
+    shutil.rmtree(path, **handler)
+
+
+def _abandoned(folder: Path) -> bool:
+    lock = folder / LOCK
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        try:
+            return time.time() - folder.stat().st_mtime > UNLOCKED_GRACE
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # a live grader holds it
+    finally:
+        os.close(fd)  # closing drops the lock we may have taken
+    return True
+
+
+def sweep(parent: Path | None = None) -> list[Path]:
+    """Remove the directories that dead graders left in `parent` ($TMPDIR); return them."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = []
+    for folder in sorted(parent.glob(PREFIX + "*")):
+        if folder.is_dir() and not folder.is_symlink() and _abandoned(folder):
+            with contextlib.suppress(OSError):
+                remove(folder)
+                removed.append(folder)
+    return removed
+
+
+@contextlib.contextmanager
+def run_directory() -> Iterator[Path]:
+    """A fresh directory for one grading run, locked while it lasts, removed afterwards.
+    Leftovers of killed runs are swept first."""
+    sweep()
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+    fd = os.open(folder / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        try:
+            remove(folder)
+        finally:
+            os.close(fd)

@@ -1,0 +1,370 @@
+"""Grading a whole class (`grader.classgrade`): verdicts, the gradebook, resumption, shards,
+Dask, layouts and exports.
+
+The class is generated (tests/harness/classroom.py): 200 students cycling through the
+reference, the template, every bug of both banks, every hostile submission and the layouts.
+To keep CI lean it is graded on a lean selection of the real suites (two cases per topic and
+suite, no deep chain or random search) with a 1 s timeout; a sample of kinds is graded alone
+with `grade` and must get the same verdicts, and every student of a kind the same ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from grader.case.define import collect
+from grader.classgrade.cli import case_chooser
+from grader.classgrade.engine import GRACE, LocalBackend, grade_class
+from grader.classgrade.exports import NBGRADER_COLUMNS, export_all
+from grader.classgrade.gradebook import Gradebook
+from grader.classgrade.layout import LayoutError, discover
+from grader.classgrade.pool import ForkPool
+from grader.classgrade.runner import cpu_count
+from grader.pipeline import SUITES_DIR, Request
+from grader.report.model import Status
+from grader.sandbox import Limits
+from grader.verdict.oracle import Oracle
+from tests.harness.classroom import SLOW, kind_of, make_class
+from tests.harness.grading import grade
+
+REPO = Path(__file__).resolve().parents[2]
+LIMITS = Limits(timeout=1.0, budget=60.0, memory=512)
+SIZE = 200
+
+
+def lean_ids() -> set[str]:
+    """Two cases of each (assignment, suite, topic); no deep chain, no random search."""
+    taken: dict[tuple[str, str, str], int] = defaultdict(int)
+    ids = set()
+    for case in collect(SUITES_DIR, ("micrograd", "needle"), ("public", "hidden")):
+        group = (case.assignment, case.suite, case.topic)
+        if case.topic not in ("deep", "random") and taken[group] < 2:
+            taken[group] += 1
+            ids.add(case.id)
+    return ids
+
+
+LEAN = lean_ids()
+REQUEST = Request(limits=LIMITS, keep=lambda case: case.id in LEAN)
+
+
+def verdicts(report) -> list[tuple[str, str, float]]:
+    return [(r.id, str(r.status), r.points) for r in report.results]
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory):
+    return Oracle(tmp_path_factory.getbasetemp() / "class-oracle-cache")
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory, oracle):
+    root = tmp_path_factory.mktemp("class")
+    students = make_class(root / "class", SIZE)
+    subs = discover(root / "class", root / "work")
+    book = Gradebook(root / "gradebook.db")
+    backend = LocalBackend(cpu_count(), LIMITS.budget + GRACE)
+    run = grade_class(subs, case_chooser(REQUEST), oracle, book, backend, LIMITS)
+    yield root, students, subs, book, run
+    book.close()
+
+
+def test_every_student_is_graded_once(klass):
+    root, students, subs, book, run = klass
+    assert sorted(book.students()) == sorted(students)
+    assert len(run.graded) == SIZE and not run.skipped
+    for student, report in book.reports():
+        count = book.db.execute("SELECT COUNT(*) FROM results WHERE student = ?", (student,)).fetchone()[0]
+        assert count == len(report.results) > 0, student
+    reference = [r for s, r in book.reports() if kind_of(s) == "reference"]
+    assert reference and all(r.score == r.max_score for r in reference)
+    empty = [r for s, r in book.reports() if kind_of(s) == "empty"]
+    assert empty and all(r.score == 0 and r.results for r in empty)
+
+
+def test_same_kind_same_verdicts(klass):
+    """No student's grading leaks into another's: copies of one submission agree exactly."""
+    _, students, _, book, _ = klass
+    by_kind = defaultdict(list)
+    for student, report in book.reports():
+        if kind_of(student) not in SLOW:  # graded once each
+            by_kind[kind_of(student)].append(verdicts(report))
+    repeated = [k for k, v in by_kind.items() if len(v) > 1]
+    assert len(repeated) > 20
+    for kind in repeated:
+        assert all(v == by_kind[kind][0] for v in by_kind[kind]), kind
+
+
+SAMPLE = [
+    "reference", "template", "nested", "empty", "needle-only", "bug-tanh-no-square", "bug-no-seed",
+    "bug-matmul-batched-not-summed", "bug-topo-pre-order", "hostile-exit_in_backward", "hostile-fake_results",
+    "hostile-torch_import", "hostile-unbounded_recursion", "hostile-output_flood", "hostile-loop_in_backward",
+]  # fmt: skip
+
+
+def test_class_grades_as_each_alone(klass, oracle):
+    _, students, subs, book, _ = klass
+    first = {}
+    for sub in subs:
+        first.setdefault(kind_of(sub.student), sub)
+    for kind in SAMPLE:
+        sub = first[kind]
+        alone = grade(sub.path, "all", None, SUITES_DIR, oracle, limits=LIMITS, keep=REQUEST.keep)
+        together = book.report(sub.student)
+        assert verdicts(together) == verdicts(alone), kind
+        if not kind.startswith("hostile-"):
+            assert [r.message for r in together.results] == [r.message for r in alone.results], kind
+        assert together.errors == alone.errors, kind
+
+
+def test_hostile_submissions_stall_no_one(klass):
+    _, _, _, book, run = klass
+    for student in run.graded:
+        info = book.info(student)
+        assert info["state"] == "graded", (student, info["errors"])
+        assert float(info["seconds"]) < LIMITS.budget + GRACE
+
+
+def test_unchanged_is_skipped_changed_is_regraded(klass, oracle):
+    root, students, subs, book, _ = klass
+    target = [s for s in subs if kind_of(s.student) == "bug-tanh-no-square"][-1]
+    engine = target.path / "micrograd" / "engine.py"
+    engine.write_text(
+        engine.read_text().replace("(1.0 - out.data) * out.grad", "(1.0 - out.data**2) * out.grad")
+    )
+    again = discover(root / "class", root / "work")
+    run = grade_class(again, case_chooser(REQUEST), oracle, book, LocalBackend(2, 120.0), LIMITS)
+    assert list(run.graded) == [target.student]
+    assert len(run.skipped) == SIZE - 1
+    fixed = run.graded[target.student]
+    assert fixed.score == fixed.max_score
+
+
+def test_exports(klass, tmp_path):
+    _, students, _, book, _ = klass
+    written = export_all(book, tmp_path)
+    with (tmp_path / "grades.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == NBGRADER_COLUMNS
+    reference = next(s for s in students if kind_of(s) == "reference")
+    mine = {r["assignment"]: r for r in rows if r["student_id"] == reference}
+    report = book.report(reference)
+    assert set(mine) == {"micrograd", "needle"}
+    assert sum(float(r["score"]) for r in mine.values()) == report.score == report.max_score
+    with (tmp_path / "cases.csv").open() as fh:
+        assert sum(1 for _ in csv.DictReader(fh)) == book.counts()[1]
+    results = json.loads((tmp_path / "results" / reference / "results.json").read_text())
+    assert results["score"] == report.score and len(results["tests"]) == len(report.results)
+    assert len([p for p in written if p.name == "results.json"]) == SIZE
+
+
+def test_dask_local_cluster_grades_like_the_pool(klass, oracle, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    from grader.classgrade.dask import DaskBackend
+
+    _, _, subs, book, _ = klass
+    chosen = [
+        s
+        for s in subs
+        if kind_of(s.student) in ("reference", "template", "bug-no-seed", "hostile-exit_at_import")
+    ]
+    chosen = list({kind_of(s.student): s for s in chosen}.values())
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        with distributed.Client(cluster) as client:
+            with Gradebook(tmp_path / "dask.db") as dask_book:
+                run = grade_class(
+                    chosen, case_chooser(REQUEST), oracle, dask_book, DaskBackend(client), LIMITS
+                )
+                assert sorted(run.graded) == sorted(s.student for s in chosen) and not run.failed
+                for sub in chosen:
+                    assert verdicts(dask_book.report(sub.student)) == verdicts(book.report(sub.student))
+
+
+def test_shards_merge_without_loss_or_duplicates(klass, oracle, tmp_path):
+    _, _, subs, book, _ = klass
+    chosen = [s for s in subs if kind_of(s.student) in ("reference", "template", "micrograd-only", "empty")][
+        :12
+    ]
+    shards = []
+    for index in range(3):
+        path = tmp_path / f"shard{index}.db"
+        with Gradebook(path) as shard_book:
+            grade_class(
+                chosen,
+                case_chooser(REQUEST),
+                oracle,
+                shard_book,
+                LocalBackend(2, 120.0),
+                LIMITS,
+                shard=(index, 3),
+            )
+        shards.append(path)
+    parts = [set(Gradebook(p).students()) for p in shards]
+    assert sum(map(len, parts)) == len(chosen) and set().union(*parts) == {s.student for s in chosen}
+    out = tmp_path / "merged.db"
+    command = [sys.executable, "-m", "grader", "merge", str(out), *map(str, shards)]
+    for _ in range(2):  # merging again adds nothing
+        done = subprocess.run(command, capture_output=True, text=True, env=_env(), cwd=REPO)
+        assert done.returncode == 0, done.stderr
+    with Gradebook(out) as merged:
+        assert sorted(merged.students()) == sorted(s.student for s in chosen)
+        assert merged.counts()[1] == sum(len(merged.report(s).results) for s in merged.students())
+        for sub in chosen:
+            assert verdicts(merged.report(sub.student)) == verdicts(book.report(sub.student))
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+
+
+KILL_CASES = ["micrograd/test_accumulation::*", "needle/test_matmul::*", "*/test_hidden_ops::*"]
+
+
+def _rows(db: Path) -> dict[str, tuple[str, int]]:
+    """student -> (graded_at, its result rows), read as another process would."""
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db, timeout=30) as conn:
+        try:
+            subs = dict(conn.execute("SELECT student, graded_at FROM submissions"))
+            counts = dict(conn.execute("SELECT student, COUNT(*) FROM results GROUP BY student"))
+        except sqlite3.OperationalError:
+            return {}
+    return {s: (at, counts.get(s, 0)) for s, at in subs.items()}
+
+
+def test_kill_9_then_resume(tmp_path):
+    students = make_class(
+        tmp_path / "class", 16, only=["reference", "template", "bug-no-seed", "micrograd-only"]
+    )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "grader", "grade-class", str(tmp_path / "class"), "--out", str(out),
+               "--jobs", "2", "--timeout", "2", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    for pattern in KILL_CASES:
+        command += ["--only-cases", pattern]
+    db = out / "gradebook.db"
+    proc = subprocess.Popen(command, env=_env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while len(_rows(db)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what it had forked (they would end on their own)
+        except ProcessLookupError:
+            pass
+    before = _rows(db)
+    assert 3 <= len(before) < len(students), "the run was not stopped in the middle"
+    expected_rows = {s: n for s, (_, n) in before.items()}
+    assert all(n > 0 for n in expected_rows.values())  # whole submissions only
+    done = subprocess.run(command, env=_env(), cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = _rows(db)
+    assert sorted(after) == sorted(students)
+    for student, (graded_at, rows) in before.items():
+        assert after[student] == (graded_at, rows), student  # not graded again
+    with Gradebook(db) as book:
+        subs, rows = book.counts()
+        assert subs == len(students) and rows == sum(len(book.report(s).results) for s in students)
+        for student in students:
+            assert book.report(student).results
+    forced = subprocess.run(
+        [*command, "--force"], env=_env(), cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    assert all(_rows(db)[s][0] != after[s][0] for s in students)  # --force grades everyone again
+
+
+def test_a_crashing_or_overrunning_worker_is_an_error_with_its_reason(tmp_path, oracle):
+    pool = ForkPool(2, deadline=2.0, preload=[])
+    finished = {f.key: f for f in pool.run(_misbehave, [("kill", "kill"), ("sleep", "sleep"), ("ok", "ok")])}
+    assert "killed by SIGKILL" in finished["kill"].fault
+    assert "longer than 2 s" in finished["sleep"].fault
+    assert finished["ok"].value == "fine" and finished["ok"].fault is None
+    make_class(tmp_path / "class", 1, only=["reference"])
+    subs = discover(tmp_path / "class", tmp_path / "work")
+    with Gradebook(tmp_path / "book.db") as book:
+        run = grade_class(subs, case_chooser(REQUEST), oracle, book, LocalBackend(1, 0.01), LIMITS)
+        report = book.report(subs[0].student)
+        assert run.failed and book.info(subs[0].student)["state"] == "error"
+        assert report.score == 0 and all(r.status is Status.ERROR for r in report.results)
+        assert "longer than 0.01 s" in report.results[0].message and report.errors
+
+
+def _misbehave(what: str) -> str:
+    if what == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if what == "sleep":
+        time.sleep(60)
+    return "fine"
+
+
+def test_layouts_zip_and_nbgrader(tmp_path):
+    make_class(tmp_path / "src", 3, only=["reference", "nested", "template"])
+    archive = tmp_path / "lms.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for folder in sorted((tmp_path / "src").iterdir()):
+            if "template" in folder.name:  # handed in as a zip of its own
+                inner = tmp_path / f"{folder.name}.zip"
+                with zipfile.ZipFile(inner, "w") as izf:
+                    for path in folder.rglob("*.py"):
+                        izf.write(path, path.relative_to(folder).as_posix())
+                zf.write(inner, f"{folder.name}.zip")
+            else:
+                for path in folder.rglob("*.py"):
+                    zf.write(path, path.relative_to(tmp_path / "src").as_posix())
+    subs = {s.student: s for s in discover(archive, tmp_path / "work")}
+    assert len(subs) == 3
+    for student, sub in subs.items():
+        expected = {
+            "reference": {"micrograd", "needle"},
+            "nested": {"micrograd"},
+            "template": {"micrograd", "needle"},
+        }
+        assert {p.name for p in sub.path.iterdir() if p.is_dir()} == expected[kind_of(student)]
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../outside.py", "x = 1\n")
+    with pytest.raises(LayoutError, match="outside"):
+        discover(evil, tmp_path / "work2")
+    assert not (tmp_path / "outside.py").exists()
+    course = tmp_path / "course"
+    for student in ("ann", "bo"):
+        folder = course / "submitted" / student / "micrograd"
+        shutil.copytree(REPO / "reference" / "micrograd", folder)
+        (folder / "timestamp.txt").write_text("2025-01-15 12:00:00.000000 UTC")
+    found = discover(course, tmp_path / "work3")
+    assert [s.student for s in found] == ["ann", "bo"]
+    assert (found[0].path / "micrograd" / "engine.py").is_file() and found[0].timestamp.startswith("2025")
+
+
+def test_user_mistakes_exit_2(tmp_path):
+    for args in (
+        ["grade-class", str(tmp_path / "missing")],
+        ["grade-class", str(tmp_path), "--shard", "3/2"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "grader", *args], env=_env(), cwd=REPO, capture_output=True, text=True
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
