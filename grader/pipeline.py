@@ -140,7 +140,7 @@ class SandboxRunner:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
-        runs = engine.run_all(cases, timeouts)
+        runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)
 
