@@ -1,10 +1,10 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--scope FILE]
           [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
-notebooks [--check]                                      write or check the nbgrader course's notebooks
+notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 demo                                                     grade the bundled examples
@@ -36,6 +36,7 @@ from grader.report.model import VISIBILITIES, Audience
 from grader.report.terminal import print_report
 from grader.sandbox import Limits, SandboxError
 from grader.sandbox.engine import resolve_user
+from grader.scope import Scope, ScopeError, resolve
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -91,6 +92,14 @@ def suites_dir(given: str | None, suite: str) -> Path:
     return folder
 
 
+def scopes_of(files: list[str] | None, suites: Path) -> dict[str, Scope]:
+    """The `--scope` files, and the default scope of every assignment they do not cover."""
+    try:
+        return resolve(files or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
+    except ScopeError as exc:
+        raise UserError(str(exc)) from None
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
     submission = Path(args.submission)
@@ -101,16 +110,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if path:
             writable(path, option)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    suites = suites_dir(args.suites, args.suite)
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
-        suites_dir=suites_dir(args.suites, args.suite),
+        suites_dir=suites,
         sandbox=not args.in_process,
         limits=limits,
         visibility=args.hidden_visibility,
         user=args.user,
+        scopes=scopes_of(args.scope, suites),
     )
-    if not select_cases(submission, request):
+    if not select_cases(submission, request, oracle):
         raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
@@ -153,14 +164,15 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     from grader.authoring.notebooks import check, generate
 
     reference, suites, course = Path(args.reference), Path(args.suites), Path(args.course)
+    scopes = scopes_of(args.scope, suites)
     if args.check:
-        problems = check(reference, suites, course)
+        problems = check(reference, suites, course, scopes=scopes)
         for problem in problems:
             print(problem)
         if problems:
             print("the course's notebooks are out of date: run `python -m grader notebooks`", file=sys.stderr)
         return 1 if problems else 0
-    for path in generate(reference, suites, course):
+    for path in generate(reference, suites, course, scopes=scopes):
         print(f"wrote {path}")
     return 0
 
@@ -198,6 +210,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
     return run_demo()
+
+
+SCOPE_HELP = (
+    "a scope file (TOML): the ops and topics graded and their points; assignments it does not "
+    "cover keep grader/assignments/<name>/scope.toml (repeatable)"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -242,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help=f"the graded suites (default ${SUITES_ENV}, else the kit's tests/)",
     )
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.add_argument(
         "--hidden-visibility",
         default="after_published",
@@ -267,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=str(REPO / "reference"))
     p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument("--course", default=str(REPO / "assignments"))
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_notebooks)
 
     from grader.authoring.gradescope_zip import USER, Settings

@@ -26,8 +26,8 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,18 @@ def topics(assignment: str, root: Path | None = None) -> list[Topic]:
             table.setdefault(case.topic, Topic(case.topic)).cases(case.suite).append(case)
         _TOPICS[key] = list(table.values())
     return _TOPICS[key]
+
+
+def in_scope(topic: Topic, needs: Callable[[Case], set[str]], scale: float = 1.0, without=()) -> Topic:
+    """The topic's cases that need nothing in `without`, worth `scale` times their points:
+    a scope (`grader.scope`) as a test cell carries it."""
+    left_out = set(without)
+
+    def keep(cases: list[Case]) -> list[Case]:
+        kept = [c for c in cases if not (left_out and needs(c) & left_out)]
+        return [c if scale == 1.0 else replace(c, points=c.points * scale) for c in kept]
+
+    return Topic(topic.name, keep(topic.public), keep(topic.hidden))
 
 
 def topic(assignment: str, name: str, root: Path | None = None) -> Topic:
@@ -201,6 +213,11 @@ class Runner:
             self.oracle.prepare(collect(root, [case.assignment], (case.suite,)), root)
         return self.oracle.expected(case)
 
+    def needs(self, case: Case, root: Path) -> set[str]:
+        """What the case needs (for a scope), from its run on PyTorch."""
+        self.expected(case, root)
+        return self.oracle.needs(case)
+
     def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
         engine = assignments.get(case.assignment).engine
         seconds = self.timeout(case)
@@ -231,7 +248,7 @@ class Runner:
                 warnings.simplefilter("ignore")
                 actual = self.run(case, modules, code_roots(namespace))
                 actual.output = buffer.getvalue()
-                failed = actual.failure is not None or actual.fault is not None
+                failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
             results.append(verdict(case, expected, actual))
         return results
@@ -254,16 +271,27 @@ def report(results: list[CaseResult], title: str) -> str:
     lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
     for r in results:
         if not r.passed:
-            lines.append(f"FAILED {r.id} ({r.max_points:g} points)")
+            lines.append(f"{str(r.status).upper()} {r.id} ({r.max_points:g} points)")
             lines.extend("    " + line for line in r.message.splitlines())
     return "\n".join(lines)
 
 
-def grade_topic(assignment: str, name: str, suite: str, namespace: dict[str, Any]) -> float:
+def grade_topic(
+    assignment: str,
+    name: str,
+    suite: str,
+    namespace: dict[str, Any],
+    *,
+    scale: float = 1.0,
+    without: tuple[str, ...] = (),
+) -> float:
     """Run one topic's cases of one suite on the notebook's engine; print the diagnostics
-    to stdout; return the points earned (a test cell's last expression)."""
+    to stdout; return the points earned (a test cell's last expression). A notebook made
+    for a scope passes it on: cases that need anything in `without` are not run, and each
+    case is worth `scale` times its points."""
     root = suites_dir()
-    cases = topic(assignment, name, root).cases(suite)
+    chosen = in_scope(topic(assignment, name, root), lambda c: runner().needs(c, root), scale, without)
+    cases = chosen.cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
     earned = sum(r.points for r in results)

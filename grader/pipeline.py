@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,7 @@ from grader.case.run import Run, run_case
 from grader.case.worker import Bounded
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
+from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.integrity import Finding
@@ -175,6 +176,8 @@ def yardstick(cases: list[Case], oracle: Oracle) -> dict[str, float]:
 
 
 def status_of(run: Run, mismatched: bool) -> Status:
+    if run.missing and run.fault is None:
+        return Status.NOT_GRADED
     if run.fault is not None:
         return Status.TIMED_OUT if run.fault.startswith("timed out") else Status.ERROR
     if run.failure is not None:
@@ -182,13 +185,26 @@ def status_of(run: Run, mismatched: bool) -> Status:
     return Status.FAILED if mismatched else Status.PASSED
 
 
+def not_graded_message(missing: list[str]) -> str:
+    """`not graded: needs tanh`, and what that means for the student."""
+    names = ", ".join(missing)
+    which = "it" if len(missing) == 1 else "them"
+    return (
+        f"not graded: needs {names} (the submission does not have {which}: missing, or its forward "
+        "raises NotImplementedError); 0 points, and the case's other ops are not blamed"
+    )
+
+
 def verdict(
     case: Case, expected: Run, actual: Run, visibility: str = DEFAULT_HIDDEN_VISIBILITY
 ) -> CaseResult:
     """Compare and score one case (trusted code: only plain numbers come in)."""
-    mismatches = compare(expected.results, actual.results) if actual.failure is actual.fault is None else []
+    ran = actual.failure is actual.fault is None and not actual.missing
+    mismatches = compare(expected.results, actual.results) if ran else []
     status = status_of(actual, bool(mismatches))
-    if actual.fault is not None:
+    if status is Status.NOT_GRADED:
+        message = not_graded_message(actual.missing)
+    elif actual.fault is not None:
         message = actual.fault + mlp_note(expected, case.assignment)
     elif status is Status.PASSED:
         message = ""
@@ -207,6 +223,7 @@ def verdict(
         hidden=hidden,
         visibility=visibility if hidden else "visible",
         description=case.description,
+        missing=list(actual.missing) if status is Status.NOT_GRADED else [],
         seconds=actual.seconds,
     )
 
@@ -279,12 +296,33 @@ class Request:
     visibility: str = DEFAULT_HIDDEN_VISIBILITY
     #: run the sandbox's workers as this unprivileged user (the grader must be root)
     user: str | None = None
+    #: each assignment's scope (`grader.scope.resolve`); None: the defaults, for the shipped suites
+    scopes: Mapping[str, Scope] | None = field(default=None, compare=False)
 
 
-def select_cases(directory: Path, request: Request) -> list[Case]:
+def default_scopes(suites_dir: Path) -> dict[str, Scope]:
+    """The assignments' own scope files, which describe the shipped suites (not others)."""
+    return resolve([], suites_dir, shipped=Path(suites_dir).resolve() == SUITES_DIR.resolve())
+
+
+def needs_from(oracle: Oracle) -> Callable[[list[Case]], dict[str, set[str]]]:
+    """What each case needs, from its run on PyTorch (the disk cache, else PyTorch itself)."""
+
+    def needs(cases: list[Case]) -> dict[str, set[str]]:
+        oracle.prepare(cases)
+        return {case.id: oracle.needs(case) for case in cases}
+
+    return needs
+
+
+def select_cases(directory: Path, request: Request, oracle: Oracle | None = None) -> list[Case]:
+    """The cases to grade: of the assignments asked for, in the suites asked for, kept by
+    `request.keep`, and in scope (with their points scaled). Out of scope: not run, not counted."""
     names = choose_assignments(Path(directory), request.only)
     found = collect(request.suites_dir, names, suites_for(request.suite))
-    return [case for case in found if request.keep is None or request.keep(case)]
+    kept = [case for case in found if request.keep is None or request.keep(case)]
+    scopes = request.scopes if request.scopes is not None else default_scopes(request.suites_dir)
+    return select(kept, scopes, needs_from(oracle or Oracle(default_cache_dir())))
 
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
@@ -300,7 +338,7 @@ def grade_submission(
     """The whole pipeline for one submission, as `grader grade` runs it."""
     request = request or Request()
     oracle = oracle or Oracle(default_cache_dir())
-    cases = select_cases(Path(submission), request)
+    cases = select_cases(Path(submission), request, oracle)
     with ExitStack() as stack:
         try:
             directory = intake.prepare(Path(submission), stack)

@@ -2,28 +2,39 @@
 
 Enable it with `pytest_plugins = ["grader.plugin"]` in a conftest.py. It adds
 
-    --impl DIR        the submission the suites grade (default: the `grader_impl` ini
-                      value, else `reference/` next to the tests)
+    --impl DIR        the submission the suites grade (default: the current directory
+                      when it holds a submission, else the `grader_impl` ini value,
+                      `reference/` next to the tests)
     --suite NAME      public (default), hidden or all
+    --scope FILE      a scope file (`grader.scope`): out-of-scope cases are deselected
 
 and the markers `points(n)`, `topic(name)`, `assignment(name)` and `hidden`. Every graded
-case runs on the submission and on PyTorch; a failure shows the diagnostic, not a traceback.
-At the end of the run it prints a table per topic and the score line.
+case runs on the submission and on PyTorch; a failure shows the diagnostic, not a traceback,
+and what the submission printed (always, with `-s`). The first line says what is graded; at
+the end of the run comes a table per topic and the score line. A student's run (`--impl`, or
+a submission in the current directory, and no test paths) runs the graded suites only, not
+the grader's own tests. Under pytest-xdist (`-n 2`) each result travels to the controller
+with its test's report, so the table is the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from grader import intake
 from grader.case.define import Case
-from grader.case.loading import SubmissionError
+from grader.case.loading import SubmissionError, locate_assignment, present_packages
 from grader.case.run import Run
-from grader.pipeline import SUITES_DIR, InProcessEngine, verdict
-from grader.report.model import Report
+from grader.pipeline import SUITES_DIR, InProcessEngine, default_scopes, verdict
+from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
+from grader.scope import Scope, ScopeError, load, select
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -38,17 +49,101 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run PyTorch for every case instead of reading its results from the disk cache",
     )
+    group.addoption(
+        "--scope",
+        metavar="FILE",
+        action="append",
+        help="a scope file (TOML): the ops and topics graded and their points (repeatable)",
+    )
     parser.addini("grader_impl", "default submission directory, relative to the rootdir", default="reference")
 
 
+#: a graded test's result, in its report's user_properties (how it reaches xdist's controller)
+RESULT = "grader-result"
+#: what loading the submission noted (a stand-in for an absent module), the same way
+NOTES = "grader-notes"
+#: the graded suites' folders under the tests directory; the rest is the grader's own tests
+GRADED = ("public", "hidden")
+
+
+def _student_run(config: pytest.Config) -> bool:
+    """No test paths named, and a submission given (--impl) or found in the current directory."""
+    named = config.args_source == pytest.Config.ArgsSource.ARGS
+    return not named and (bool(config.getoption("--impl")) or _cwd_submission(config) is not None)
+
+
+def _cwd_submission(config: pytest.Config) -> Path | None:
+    """The current directory, when it is not the project's root and holds a submission."""
+    cwd = Path(config.invocation_params.dir).resolve()
+    if cwd == Path(config.rootpath).resolve():
+        return None
+    return cwd if present_packages(cwd) else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """`--impl DIR` with a space. Before it knew `--impl` (the plugin is installed as an
+    entry point, so it does before the options are read), pytest took DIR for a test path
+    and looked for the project's root and configuration from there: outside the project it
+    found none. Look again without DIR, as `--impl=DIR` would have. Only plugins loaded this
+    early get this hook (a conftest.py's do not)."""
+    ns = early_config.known_args_namespace
+    impl = getattr(ns, "impl", None)
+    if not impl or early_config.inipath is not None or "--impl" not in args:
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootpath, inipath, inicfg, _ = determine_setup(
+            inifile=None,
+            override_ini=ns.override_ini,
+            args=[str(a) for a in ns.file_or_dir],
+            rootdir_cmd_arg=ns.rootdir or None,
+            invocation_dir=early_config.invocation_params.dir,
+        )
+        if inipath is None:
+            return
+        early_config._rootpath, early_config._inipath, early_config._inicfg = rootpath, inipath, inicfg
+        early_config._inicache.clear()
+        parser.extra_info.update(rootdir=str(rootpath), inifile=str(inipath))
+        args[:] = early_config.getini("addopts") + args
+        ns.confcutdir = str(inipath.parent)
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:  # another pytest's internals
+        raise pytest.UsageError(
+            f"write --impl={impl} (with '='): this pytest cannot be helped ({exc})"
+        ) from exc
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("--impl")
+    if given and not Path(given).exists():
+        raise pytest.UsageError(f"--impl {given}: no such file or directory")
+    if _student_run(config):
+        tests = Path(config.rootpath) / "tests"
+        suites = [tests / name for name in GRADED if (tests / name).is_dir()]
+        if suites and config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+            config.args = [str(s) for s in suites]  # run from a submission's folder: the suites
     config.addinivalue_line("markers", "points(n): what the test is worth")
     config.addinivalue_line("markers", "topic(name): the row of the score table")
     config.addinivalue_line("markers", "assignment(name): micrograd or needle")
     config.addinivalue_line("markers", "hidden: part of the hidden suite (runs with --suite hidden/all)")
+    try:
+        scopes = [scope for path in config.getoption("--scope") or [] for scope in load(path, SUITES_DIR)]
+    except ScopeError as exc:
+        pytest.exit(f"grader: error: {exc}", returncode=2)
     _keep_hypothesis_out_of_the_submission()
-    config.stash[_STATE] = _State(config)
+    config.stash[_STATE] = _State(config, scopes)
     config.pluginmanager.register(config.stash[_STATE], "grader-state")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A student's run collects the graded suites only, not the grader's own tests."""
+    tests = Path(config.rootpath) / "tests"
+    if collection_path.parent == tests and collection_path.name not in GRADED and _student_run(config):
+        return True
+    return None
 
 
 def _keep_hypothesis_out_of_the_submission() -> None:
@@ -115,8 +210,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 class _State:
     """What a run needs once: the submission's engines, the oracle, the report."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, scopes: list[Scope] | None = None) -> None:
         self.config = config
+        #: the scopes given with --scope, which apply to every suite; each assignment they do
+        #: not cover keeps its default scope, which applies to the shipped suites
+        self.scopes = {scope.assignment: scope for scope in scopes or []}
+        self.defaults = {**default_scopes(SUITES_DIR), **self.scopes}
+        #: each graded case in scope, with its points as the scope says
+        self.scoped: dict[str, Case] = {}
         cache = None if config.getoption("--no-oracle-cache") else default_cache_dir()
         self.oracle = Oracle(cache)
         #: every collected case, by (assignment, suite, suites directory): one oracle file each
@@ -125,18 +226,52 @@ class _State:
         self.prepared: set[tuple[str, str, Path]] = set()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
         self.report = Report(str(self.impl))
+        #: a zipped submission's unpacked copy, removed when the run ends
+        self.unpacked = ExitStack()
+        self._directory: Path | None = None
+        #: why the submission cannot be read at all (a hostile zip), if it cannot
+        self.refused: str | None = None
 
     @property
     def impl(self) -> Path:
+        """The submission as given: --impl, else the current directory when it holds one,
+        else the `grader_impl` ini value."""
         given = self.config.getoption("--impl")
         if given:
             return Path(given).resolve()
-        return (Path(self.config.rootpath) / self.config.getini("grader_impl")).resolve()
+        return (
+            _cwd_submission(self.config)
+            or (Path(self.config.rootpath) / self.config.getini("grader_impl")).resolve()
+        )
+
+    @property
+    def directory(self) -> Path:
+        """The directory graded: `impl`, or a zip's unpacked copy."""
+        if self._directory is None:
+            try:
+                self._directory = intake.prepare(self.impl, self.unpacked)
+            except intake.IntakeError as exc:  # every case says why
+                self._directory, self.refused = self.impl, str(exc)
+        return self._directory
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.unpacked.close()
+
+    def graded(self) -> str:
+        """`/path/sub (micrograd: hw/micrograd/, needle: python/needle/)`: what is graded."""
+        found = []
+        for name in present_packages(self.directory):
+            found.append(f"{name}: {locate_assignment(self.directory, name).describe()}")
+        return f"{self.impl} ({', '.join(found) or 'no package found'})"
 
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
         if assignment not in self.engines:
             try:
-                self.engines[assignment] = InProcessEngine(self.impl, assignment)
+                directory = self.directory
+                if self.refused:
+                    raise SubmissionError(self.refused)
+                self.engines[assignment] = InProcessEngine(directory, assignment)
             except SubmissionError as exc:
                 self.engines[assignment] = exc
         return self.engines[assignment]
@@ -153,18 +288,41 @@ class _State:
             self.oracle.prepare([case], SUITES_DIR)
         return self.oracle.expected(case)
 
-    def check(self, case: Case, graded: bool = True) -> None:
-        """Run `case`, fail the test with the diagnostic; a graded test's result goes into
-        the report (an ungraded search calls this for many cases, none of them scored)."""
+    def check(self, case: Case, graded: bool = True, properties: list | None = None) -> None:
+        """Run `case`, fail the test with the diagnostic; a graded test's result goes with
+        its test report (an ungraded search calls this for many cases, none of them scored).
+        What the submission printed goes to stdout: pytest shows it on failure, `-s` always."""
+        case = self.scoped.get(case.id, case)
         engine = self.engine(case.assignment)
         actual = Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case)
+        if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
+            properties.append((NOTES, engine.notes))
+        if actual.output:
+            sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
         # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
-        failed = actual.failure is not None or actual.fault is not None
+        failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
         result = verdict(case, Run() if failed else self.expected(case), actual)
-        if graded:
-            self.report.results.append(result)
+        if graded and properties is not None:
+            properties.append((RESULT, {**dataclasses.asdict(result), "status": result.status.value}))
+        if result.status is Status.NOT_GRADED:
+            pytest.skip(result.message)  # not a failure of what the case tests: its own status
         if not result.passed:
             pytest.fail(result.message, pytrace=False)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The results, from this process's tests or from xdist's workers alike."""
+        if report.when != "call" or hasattr(self.config, "workerinput"):
+            return
+        for key, value in report.user_properties:
+            if key == RESULT:
+                self.report.results.append(CaseResult(**{**value, "status": Status(value["status"])}))
+            elif key == NOTES:
+                self.report.notes += [note for note in value if note not in self.report.notes]
+
+    @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> str | None:
+        return f"grader: grading {self.graded()}"
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -176,6 +334,30 @@ class _State:
             key = (cases[0].assignment, cases[0].suite, suites_dir)
             self.groups.setdefault(key, {}).update((c.id, c) for c in cases)
             self.group_of.update((c.id, key) for c in cases)
+        self.deselect_out_of_scope(items)
+
+    def deselect_out_of_scope(self, items: list[pytest.Item]) -> None:
+        """Out-of-scope cases are not run and not counted: deselected, as `--suite` does."""
+        chosen: dict[str, pytest.Item] = {}
+        by_scopes: dict[bool, list[Case]] = {True: [], False: []}
+        for item in items:
+            case = _case_of(item)
+            if case is not None:
+                chosen[case.id] = item
+                by_scopes[case.suites_dir == SUITES_DIR.resolve()].append(case)
+
+        def needs(cases: list[Case]) -> dict[str, set[str]]:
+            for case in cases:
+                self.expected(case)  # reads the whole suite's oracle file at once
+            return {case.id: self.oracle.needs(case) for case in cases}
+
+        kept = select(by_scopes[True], self.defaults, needs) + select(by_scopes[False], self.scopes, needs)
+        self.scoped = {case.id: case for case in kept}
+        drop = [item for case_id, item in chosen.items() if case_id not in self.scoped]
+        if drop:
+            self.config.hook.pytest_deselected(items=drop)
+            gone = set(map(id, drop))
+            items[:] = [item for item in items if id(item) not in gone]
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -183,10 +365,23 @@ class _State:
             return
         tr = terminalreporter
         tr.section("score")
-        tr.write_line(f"submission: {self.impl}")
+        tr.write_line(f"submission: {self.graded()}")
+        for note in self.report.notes:
+            tr.write_line(f"note: {note}", yellow=True)
         for line, ok in topic_lines(self.report, self.report.results):
             tr.write_line(line, green=ok, red=not ok)
-        tr.write_line(f"Score: {self.report.score:g}/{self.report.max_score:g} points", bold=True)
+        tr.write_line(
+            f"Score: {self.report.score:g}/{self.report.max_score:g} points for {self.impl}", bold=True
+        )
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    """The graded case a collected test runs (None for a test that is not one)."""
+    cases = getattr(getattr(item, "function", None), "__grader_cases__", None)
+    if not cases:
+        return None
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("_case", cases[0]) if callspec is not None else cases[0]
 
 
 _STATE = pytest.StashKey[_State]()
@@ -197,4 +392,4 @@ def graded_case(request: pytest.FixtureRequest):
     """Run a case on the submission and on PyTorch; fail with the diagnostic."""
     graded = hasattr(request.function, "__grader_cases__")
     check = request.config.stash[_STATE].check
-    return lambda case: check(case, graded)
+    return lambda case: check(case, graded, request.node.user_properties)

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from grader.notebook import LAYOUT, Topic, topics
+from grader.case.define import collect
+from grader.notebook import LAYOUT, Topic, in_scope, topics
+from grader.scope import Scope
+from grader.verdict.oracle import Oracle, default_cache_dir
 
 BEGIN = "### BEGIN SOLUTION"
 COURSE = "assignments"
@@ -281,14 +285,19 @@ def package_files(reference: Path, assignment: str) -> dict[str, Split]:
     }
 
 
-def test_cell_source(assignment: str, topic: Topic) -> str:
-    call = "grade_topic({!r}, {!r}, {!r}, globals())"
+def test_cell_source(assignment: str, topic: Topic, scale: float = 1.0, without: tuple[str, ...] = ()) -> str:
+    """The cell's code; a scope that leaves ops out or scales the points is passed on."""
+    extra = (f", scale={scale!r}" if scale != 1.0 else "") + (f", without={without!r}" if without else "")
+
+    def call(suite: str) -> str:
+        return f"grade_topic({assignment!r}, {topic.name!r}, {suite!r}, globals(){extra})"
+
     lines = ["from grader.notebook import grade_topic", ""]
-    lines.append("points = " + call.format(assignment, topic.name, "public"))
+    lines.append("points = " + call("public"))
     if topic.hidden:
         lines += [
             "### BEGIN HIDDEN TESTS",
-            "points += " + call.format(assignment, topic.name, "hidden"),
+            "points += " + call("hidden"),
             "### END HIDDEN TESTS",
         ]
     lines.append("points")
@@ -308,7 +317,37 @@ def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, poi
     return meta
 
 
-def build(reference: Path, suites: Path, assignment: str) -> nbformat.NotebookNode:
+Scoped = tuple[Topic, float, tuple[str, ...]]
+
+
+def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Scoped]:
+    """Each topic the scope grades, with only its cases in scope and their scaled points, and
+    the scale and the left-out needs its test cell passes on to `grade_topic`."""
+    if scope is None:
+        return [(topic, 1.0, ()) for topic in topics(assignment, suites)]
+    without = tuple(sorted(scope.excluded))
+    oracle = Oracle(default_cache_dir())
+    prepared: set[str] = set()
+
+    def needs(case) -> set[str]:
+        if case.suite not in prepared:  # one oracle file per suite
+            prepared.add(case.suite)
+            oracle.prepare(collect(suites, [assignment], (case.suite,)), suites)
+        return oracle.needs(case)
+
+    chosen = []
+    for topic in topics(assignment, suites):
+        if topic.name in scope.topics:
+            scale = scope.topics[topic.name]
+            kept = in_scope(topic, needs, scale, without)
+            if kept.public or kept.hidden:
+                chosen.append((kept, scale, without))
+    return chosen
+
+
+def build(
+    reference: Path, suites: Path, assignment: str, scope: Scope | None = None
+) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
     cells = nb.cells
@@ -344,13 +383,13 @@ def build(reference: Path, suites: Path, assignment: str) -> nbformat.NotebookNo
         "prints every case that differs with its diagnostic, and ends with the points earned. "
         "Hidden cases run when the assignment is graded."
     )
-    for topic in topics(assignment, suites):
+    for topic, scale, without in scoped_topics(suites, assignment, scope):
         markdown(
             f"### {topic.name}\n\n{len(topic.public)} public cases ({topic.points('public'):g} points), "
             f"{topic.points('hidden'):g} more points in hidden cases."
         )
         code(
-            test_cell_source(assignment, topic),
+            test_cell_source(assignment, topic, scale, without),
             f"test_{_slug(topic.name)}",
             grade=True,
             points=topic.points(),
@@ -369,23 +408,34 @@ def notebook_path(course: Path, assignment: str) -> Path:
 
 
 def generate(
-    reference: Path, suites: Path, course: Path, names: tuple[str, ...] = tuple(LAYOUT)
+    reference: Path,
+    suites: Path,
+    course: Path,
+    names: tuple[str, ...] = tuple(LAYOUT),
+    scopes: Mapping[str, Scope] | None = None,
 ) -> list[Path]:
+    """Write the notebooks; with `scopes`, each for its assignment's scope (`grader.scope`)."""
     written = []
     for assignment in names:
         path = notebook_path(course, assignment)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(build(reference, suites, assignment)))
+        path.write_text(render(build(reference, suites, assignment, (scopes or {}).get(assignment))))
         written.append(path)
     return written
 
 
-def check(reference: Path, suites: Path, course: Path, names: tuple[str, ...] = tuple(LAYOUT)) -> list[str]:
+def check(
+    reference: Path,
+    suites: Path,
+    course: Path,
+    names: tuple[str, ...] = tuple(LAYOUT),
+    scopes: Mapping[str, Scope] | None = None,
+) -> list[str]:
     problems = []
     for assignment in names:
         path = notebook_path(course, assignment)
         if not path.is_file():
             problems.append(f"{path} is missing")
-        elif path.read_text() != render(build(reference, suites, assignment)):
+        elif path.read_text() != render(build(reference, suites, assignment, (scopes or {}).get(assignment))):
             problems.append(f"{path} differs from what reference/ and the suites generate")
     return problems

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from grader.case.quantity import Quantity
@@ -29,6 +29,18 @@ class UnknownOp(KeyError):
     """A case used an operation this backend does not provide (a bug in the case)."""
 
 
+class MissingOp(Exception):
+    """The submission does not have an op the case needs: the case is not graded.
+
+    Raised only when a probe confirms it (`Backend.lacking`): the op's method, operator,
+    helper or class is missing, or its forward computation raises NotImplementedError.
+    An op that exists and fails in any other way, and every gradient rule, is graded."""
+
+    def __init__(self, needs: list[str]) -> None:
+        super().__init__(", ".join(needs))
+        self.needs = needs
+
+
 class Backend:
     """Base of every `lib`: subclasses fill `ops` and the value/grad readers."""
 
@@ -36,9 +48,17 @@ class Backend:
     #: op name -> function of raw objects (and keyword arguments) returning a raw object
     ops: Mapping[str, Callable[..., Any]] = {}
 
+    #: the ops a case may need, in the words of the assignment (what a scope file lists)
+    vocabulary: tuple[str, ...] = ()
+    #: does what an op needs depend on its operands (needle: `a * 2` is MulScalar)?
+    needs_depend_on_arguments = False
+
     def __init__(self, trace: bool = True) -> None:
         self.tape = Tape(enabled=trace)
         self.names: dict[int, str] = {}
+        #: what the case needed so far (see `needs_of`), recorded even without a tape
+        self.used: set[str] = set()
+        self.plain_ops: set[str] = set()
 
     # ---- building expressions ----
 
@@ -54,13 +74,38 @@ class Backend:
             fn = self.ops[op]
         except KeyError:
             raise UnknownOp(f"{self.name} has no operation {op!r}") from None
-        raw = fn(*(self.unwrap(a) for a in args), **kwargs)
+        if op not in self.plain_ops:  # a 10**5-op chain records its one op once
+            self.used.update(self.needs_of(op, args, kwargs))
+            if not self.needs_depend_on_arguments:
+                self.plain_ops.add(op)
+        try:
+            raw = fn(*(self.unwrap(a) for a in args), **kwargs)
+        except Exception as exc:
+            missing = self.lacking(self.needs_of(op, args, kwargs))
+            if missing:
+                raise MissingOp(missing) from exc
+            raise
         node = self.wrap(raw, op, args, kwargs)
         self.after_op(node)
         return node
 
     def after_op(self, node: Node) -> None:
         """Hook: torch keeps interior gradients so they can be compared."""
+
+    # ---- what a case needs, and what the submission lacks ----
+
+    def needs_of(self, op: str, args: tuple, kwargs: dict) -> tuple[str, ...]:
+        """The vocabulary words applying `op` to `args` needs (micrograd: the op's own name)."""
+        return (op,)
+
+    def lacking(self, needs: Iterable[str]) -> list[str]:
+        """Which of `needs` the engine does not have. The oracle has everything; a
+        submission's backend probes its API (see the adapters)."""
+        return []
+
+    def needs(self) -> list[str]:
+        """Everything the case needed, sorted: the oracle's answer says what a scope must allow."""
+        return sorted(self.used)
 
     @staticmethod
     def unwrap(x: Any) -> Any:

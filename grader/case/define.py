@@ -47,6 +47,9 @@ class Case:
     param: Any = None
     trace: bool = True
     description: str = ""
+    #: ops the case needs beyond those it applies through `lib` (which are found by running
+    #: it): a submission without one of them does not run the case, which is not graded
+    needs: tuple[str, ...] = ()
     #: the suite file it was written in (`<suites>/<suite>/<assignment>/test_x.py`)
     path: str = field(default="", compare=False, repr=False)
 
@@ -79,8 +82,12 @@ def case(
     points: float = 1.0,
     params: Mapping[str, Any] | Iterable[Any] | None = None,
     trace: bool = True,
+    needs: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a graded case (or one per parameter). See the module docstring."""
+    """Declare a graded case (or one per parameter). See the module docstring.
+
+    `needs` names ops (in the assignment's words, as a scope file does) the case relies on
+    without applying them through `lib`; the ops it applies are found by running it."""
     if assignment not in ASSIGNMENTS:
         raise ValueError(f"unknown assignment {assignment!r}")
 
@@ -97,6 +104,7 @@ def case(
             suite=_suite_of(path),
             points=points,
             trace=trace,
+            needs=tuple(needs),
             description=(fn.__doc__ or "").strip().split("\n")[0],
             path=path,
         )

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 
 from grader.assignments import NAMES
-from grader.case.guard import ImportGuard, is_autodiff, placeholder
+from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, placeholder
 
 #: how many folders down a package is looked for
 MAX_DEPTH = 4
@@ -193,6 +193,20 @@ def _compile_error(package: str, exc: SyntaxError) -> str:
     return f"{package} does not compile: {exc.msg} ({where})"
 
 
+_NAMED: dict[str, tuple[int, list[str]]] = {}
+
+
+def _named(package: str) -> list[str]:
+    """The loaded modules named like `package` or an autodiff library (or beginning so). The
+    scan is kept while `sys.modules` keeps its size: thousands of names, every case."""
+    size = len(sys.modules)
+    cached = _NAMED.get(package)
+    if cached is None or cached[0] != size:
+        prefixes = (package, *AUTODIFF_LIBRARIES)
+        cached = _NAMED[package] = (size, [n for n in sys.modules if n.startswith(prefixes)])
+    return cached[1]
+
+
 class Package:
     """One assignment's package of one submission, imported module by module on demand.
 
@@ -217,6 +231,7 @@ class Package:
         self.failures: dict[str, SubmissionError] = {}
         self.modules: dict[str, ModuleType] = {}
         self._active = 0
+        importlib.invalidate_caches()  # files written just now (a copy, an unpacked zip) are seen
         self._top()
 
     @property
@@ -242,14 +257,13 @@ class Package:
             return
         saved_path = list(sys.path)
         before = set(sys.modules)
-        # an autodiff library the grader itself loaded is out of reach while student code runs
-        displaced = {
-            n: sys.modules.pop(n) for n in before if is_autodiff(n) or n in self.stash or self._ours(n, None)
-        }
+        # an autodiff library the grader itself loaded is out of reach while student code runs,
+        # and so is any other module of the package's name (one prefix test per module: cheap)
+        displaced = {n: sys.modules.pop(n) for n in _named(self.package) if n in sys.modules}
+        displaced.update((n, sys.modules.pop(n)) for n in self.stash if n in sys.modules)
         sys.modules.update(self.stash)
         sys.path[:0] = [str(self.found.home), str(self.found.submission)]
         sys.meta_path.insert(0, self.guard)
-        importlib.invalidate_caches()
         self._active = 1
         try:
             yield
@@ -257,7 +271,8 @@ class Package:
             self._active = 0
             if self.guard in sys.meta_path:
                 sys.meta_path.remove(self.guard)
-            for name in (set(sys.modules) - before) | set(displaced) | set(self.stash):
+            mine = [n for n in displaced if n == self.package or n.startswith(self.package + ".")]
+            for name in (sys.modules.keys() - before).union(self.stash, mine):
                 module = sys.modules.get(name)
                 if module is not None and self._ours(name, module):
                     self.stash[name] = sys.modules.pop(name)

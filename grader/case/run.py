@@ -7,6 +7,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from grader.case.backend import MissingOp
 from grader.case.define import Case
 from grader.case.quantity import Quantity
 from grader.case.trace import Step
@@ -45,6 +46,10 @@ class Run:
     outputs: list[int] = field(default_factory=list)
     #: what the submission printed while the case ran (bounded)
     output: str = ""
+    #: what the case needed (`Backend.needs`): on the oracle, what a scope must allow
+    needs: list[str] = field(default_factory=list)
+    #: the ops the case needs that the submission does not have: the case is not graded
+    missing: list[str] = field(default_factory=list)
     #: set by trusted code when the case could not run to the end: a timeout, a crash, a
     #: load error, a malformed result. The case scores zero with this as its message.
     fault: str | None = None
@@ -81,19 +86,31 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
 
 def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
     """Run `case` on `lib`. With `roots` (the submission's directories), an exception
-    becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug."""
+    becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug.
+
+    A case whose declared needs the submission lacks does not run; one that stops on an op
+    the submission lacks (`MissingOp`) is not graded either. Everything else is graded."""
+    if roots is not None and case.needs:
+        missing = lib.lacking(case.needs)
+        if missing:
+            return Run(needs=list(case.needs), missing=missing)
     try:
         returned = case.run(lib)
         results = lib.flatten(returned)
         tape = lib.read_tape()
+    except MissingOp as exc:
+        if roots is None:
+            raise
+        return Run(steps=list(lib.tape.steps), needs=lib.needs(), missing=exc.needs)
     except Exception as exc:
         if roots is None:
             raise
-        return Run(steps=list(lib.tape.steps), failure=describe_exception(exc, roots))
+        return Run(steps=list(lib.tape.steps), needs=lib.needs(), failure=describe_exception(exc, roots))
     return Run(
         results=results,
         tape=tape,
         steps=list(lib.tape.steps),
         names=dict(lib.names),
         outputs=list(lib.tape.outputs),
+        needs=sorted({*lib.needs(), *case.needs}),
     )

@@ -18,6 +18,8 @@ HEADER = struct.Struct(">I")
 #: a message larger than this is malformed (a big needle case's tape fits many times over)
 MAX_MESSAGE = 8 << 20
 MAX_TEXT = 4000
+#: "not graded: needs tanh": how many op names a run may report missing, and how long each
+MAX_MISSING, MAX_NAME = 32, 40
 #: notes on loading the submission, per message: how many, how long each
 MAX_NOTES, MAX_NOTE = 8, 600
 #: what each node of a tape carries (see `Backend.read`)
@@ -43,5 +45,6 @@ def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
         "tape": [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in run.tape],
         "failure": run.failure.to_plain() if run.failure else None,
         "output": run.output[:MAX_TEXT],
+        "missing": [name[:MAX_NAME] for name in run.missing[:MAX_MISSING]],
         "notes": [note[:MAX_NOTE] for note in run.notes[:MAX_NOTES]],
     }

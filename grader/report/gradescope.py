@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from grader.report.model import Audience, CaseResult, Report, view
+from grader.report.model import Audience, CaseResult, Report, Status, view
 
 
 def test_entry(result: CaseResult, number: int) -> dict[str, Any]:
@@ -33,6 +33,9 @@ def test_entry(result: CaseResult, number: int) -> dict[str, Any]:
             "visibility": result.visibility,
         }
     output = result.message
+    tags = [result.assignment, result.topic, "public"]
+    if result.status is Status.NOT_GRADED:
+        tags.append("not graded")  # Gradescope's status is passed or failed: the tag says which
     if result.output and not result.passed:
         output += "\n\nprinted by the submission:\n" + result.output
     return {
@@ -42,7 +45,7 @@ def test_entry(result: CaseResult, number: int) -> dict[str, Any]:
         "max_score": result.max_points,
         "status": status,
         "output": output,
-        "tags": [result.assignment, result.topic, "public"],
+        "tags": tags,
         "visibility": "visible",
     }
 
@@ -53,6 +56,10 @@ def gradescope(report: Report) -> dict[str, Any]:
     if seen.hidden_line:
         lines.append(seen.hidden_line)
     lines += report.errors
+    lines += [
+        f"Not graded: {len(group)} case(s) need {needs}, which the submission does not have"
+        for needs, group in report.not_graded(seen.shown).items()
+    ]
     numbers: dict[str, int] = {}
     tests = []
     for r in report.results:

@@ -8,7 +8,7 @@ instructor's copy shows everything.
 
 from __future__ import annotations
 
-from grader.report.model import Audience, CaseResult, Report, view
+from grader.report.model import Audience, CaseResult, Report, Status, view
 
 MAX_PRINTED = 2000
 
@@ -42,10 +42,14 @@ def markdown(report: Report, audience: Audience = Audience.STUDENT) -> str:
     lines += [f"> **Note:** {error}" for error in report.errors]
     if report.errors:
         lines.append("")
-    lines += ["| assignment | topic | passed | points |", "| --- | --- | ---: | ---: |"]
-    for row in report.topics(seen.shown):
+    rows = report.topics(seen.shown)
+    ungraded = any(row.not_graded for row in rows)
+    extra = (" not graded |", " ---: |") if ungraded else ("", "")
+    lines += [f"| assignment | topic | passed |{extra[0]} points |", f"| --- | --- | ---: |{extra[1]} ---: |"]
+    for row in rows:
         points = f"{row.points:g}/{row.max_points:g}"
-        lines.append(f"| {row.assignment} | {row.topic} | {row.passed}/{row.total} | {points} |")
+        count = f" {row.not_graded} |" if ungraded else ""
+        lines.append(f"| {row.assignment} | {row.topic} | {row.passed}/{row.total} |{count} {points} |")
     lines.append("")
     if seen.hidden_line:
         lines += [seen.hidden_line, ""]
@@ -53,7 +57,18 @@ def markdown(report: Report, audience: Audience = Audience.STUDENT) -> str:
         lines += ["## Hidden cases", ""]
         lines += [f"- {r.assignment} / {r.topic} / {r.name}: {r.status}" for r in seen.named_hidden]
         lines.append("")
-    failed = [r for r in seen.shown if not r.passed]
+    groups = report.not_graded(seen.shown)
+    if groups:
+        lines += ["## Not graded", ""]
+        lines += [
+            "These cases need an op the submission does not have (missing, or its forward raises "
+            "NotImplementedError). They score 0 and nothing else is blamed for them.",
+            "",
+        ]
+        for needs, group in groups.items():
+            lines.append(f"- needs {needs}: " + ", ".join(f"{r.topic} / {r.name}" for r in group))
+        lines.append("")
+    failed = [r for r in seen.shown if not r.passed and r.status is not Status.NOT_GRADED]
     if failed:
         lines += [f"## Failed cases ({len(failed)} of {len(seen.shown)})", ""]
         for r in failed:

@@ -51,6 +51,8 @@ class CaseResult:
     hidden: bool = False
     visibility: str = "visible"
     description: str = ""
+    #: what a not-graded case needs that the submission does not have
+    missing: list[str] = field(default_factory=list)
     seconds: float = 0.0  # how long the case ran on the submission
 
     @property
@@ -82,6 +84,8 @@ class TopicRow:
     total: int
     points: float
     max_points: float
+    #: cases that need an op the submission does not have (counted in `total`, 0 points)
+    not_graded: int = 0
 
 
 @dataclass
@@ -100,6 +104,15 @@ class Report:
     def max_score(self) -> float:
         return sum(r.max_points for r in self.results)
 
+    def not_graded(self, results: list[CaseResult] | None = None) -> dict[str, list[CaseResult]]:
+        """The cases not graded, by what they need ("tanh", "Tanh, EWisePow"), in the order
+        they came: one line per group in every rendering."""
+        groups: dict[str, list[CaseResult]] = {}
+        for r in self.results if results is None else results:
+            if r.status is Status.NOT_GRADED:
+                groups.setdefault(", ".join(r.missing), []).append(r)
+        return groups
+
     def topics(self, results: list[CaseResult] | None = None) -> list[TopicRow]:
         """One row per (assignment, topic), in the order the cases came."""
         rows: dict[tuple[str, str], TopicRow] = {}
@@ -107,6 +120,7 @@ class Report:
             row = rows.setdefault((r.assignment, r.topic), TopicRow(r.assignment, r.topic, 0, 0, 0.0, 0.0))
             row.total += 1
             row.passed += r.passed
+            row.not_graded += r.status is Status.NOT_GRADED
             row.points += r.points
             row.max_points += r.max_points
         return list(rows.values())

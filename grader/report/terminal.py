@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from grader.report.model import Audience, CaseResult, Report, view
+from grader.report.model import Audience, CaseResult, Report, Status, view
 
 #: diagnostics that name one op or function: the most useful ones to show first
 PINPOINTED = ("wrong gradient from", "wrong value from", "not implemented yet")
@@ -18,11 +18,22 @@ def topic_lines(report: Report, results: list[CaseResult]) -> list[tuple[str, bo
     return [
         (
             f"  {f'{r.assignment} / {r.topic}'.ljust(width)}  {r.passed:>3}/{r.total:<3} tests  "
-            f"{r.points:g}/{r.max_points:g} points",
+            f"{r.points:g}/{r.max_points:g} points" + (f"  ({r.not_graded} not graded)" * bool(r.not_graded)),
             r.passed == r.total,
         )
         for r in rows
     ]
+
+
+def not_graded_lines(report: Report, results: list[CaseResult], names: int = 3) -> list[str]:
+    """One line per op (or set of ops) the submission lacks: how many cases need it."""
+    lines = []
+    for needs, group in report.not_graded(results).items():
+        shown = ", ".join(r.id for r in group[:names]) + (", ..." if len(group) > names else "")
+        lines.append(
+            f"not graded: {len(group)} case(s) need {needs}, which the submission does not have ({shown})"
+        )
+    return lines
 
 
 def print_report(
@@ -34,17 +45,16 @@ def print_report(
     console = console or Console()
     seen = view(report, audience)
     table = Table(title=f"{report.submission}", title_justify="left")
-    for column in ("assignment", "topic", "passed", "points"):
-        table.add_column(column, justify="right" if column in ("passed", "points") else "left")
-    for row in report.topics(seen.shown):
+    rows = report.topics(seen.shown)
+    ungraded = any(row.not_graded for row in rows)
+    columns = ("assignment", "topic", "passed", *(("not graded",) if ungraded else ()), "points")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("assignment", "topic") else "right")
+    for row in rows:
         style = "green" if row.passed == row.total else "red"
-        table.add_row(
-            row.assignment,
-            row.topic,
-            f"{row.passed}/{row.total}",
-            f"{row.points:g}/{row.max_points:g}",
-            style=style,
-        )
+        cells = [row.assignment, row.topic, f"{row.passed}/{row.total}"]
+        cells += [str(row.not_graded)] if ungraded else []
+        table.add_row(*cells, f"{row.points:g}/{row.max_points:g}", style=style)
     console.print(table)
     for r in seen.named_hidden:
         console.print(f"hidden: {r.assignment} / {r.topic} / {r.name}: {r.status}", highlight=False)
@@ -55,7 +65,9 @@ def print_report(
     if audience is Audience.INSTRUCTOR:
         for note in report.notes:
             console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
-    failed = [r for r in seen.shown if not r.passed]
+    for line in not_graded_lines(report, seen.shown):
+        console.print(line, style="yellow", highlight=False, markup=False)
+    failed = [r for r in seen.shown if not r.passed and r.status is not Status.NOT_GRADED]
     shown = sorted(failed, key=lambda r: not r.message.startswith(PINPOINTED))[:failures]
     for r in shown:
         console.print(f"[bold red]{str(r.status).upper()}[/bold red] {r.id}", highlight=False)

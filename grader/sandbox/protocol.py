@@ -13,7 +13,16 @@ from typing import Any
 
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.run import Failure, Run
-from grader.case.wire import HEADER, MAX_MESSAGE, MAX_NOTE, MAX_NOTES, MAX_TEXT, TAPE_KEYS
+from grader.case.wire import (
+    HEADER,
+    MAX_MESSAGE,
+    MAX_MISSING,
+    MAX_NAME,
+    MAX_NOTE,
+    MAX_NOTES,
+    MAX_TEXT,
+    TAPE_KEYS,
+)
 
 __all__ = ["FrameReader", "decode", "parse_run", "MAX_MESSAGE"]
 
@@ -82,7 +91,7 @@ def _failure(obj: Any) -> Failure | None:
     return Failure(_text(obj["type"], "type", 100), _text(obj["message"], "message"), where)
 
 
-RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output", "notes"}
+RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output", "notes", "missing"}
 
 
 def parse_notes(obj: Any) -> list[str]:
@@ -96,7 +105,7 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
     try:
         _expect(
             set(obj) == RUN_KEYS and obj["kind"] == "run",
-            "a run must be {kind, id, results, tape, failure, output, notes}",
+            "a run must be {kind, id, results, tape, failure, output, notes, missing}",
         )
         _expect(obj["id"] == case_id, f"an answer for {str(obj['id'])[:100]!r} where {case_id!r} was due")
         results, tape = obj["results"], obj["tape"]
@@ -104,6 +113,9 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
         _expect(type(tape) is list, "tape must be a list")
         parsed = Run(output=_text(obj["output"], "output"), failure=_failure(obj["failure"]))
         parsed.notes = parse_notes(obj["notes"])
+        missing = obj["missing"]
+        _expect(type(missing) is list and len(missing) <= MAX_MISSING, "missing must be a short list")
+        parsed.missing = [_text(name, "a missing op's name", MAX_NAME) for name in missing]
         for name, q in results.items():
             parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
         for entry in tape:

@@ -28,7 +28,7 @@ from grader.case.run import Run, run_case
 from grader.case.trace import NodeRef, Step
 
 CACHE_ENV = "GRADER_CACHE"
-FORMAT = 3
+FORMAT = 4
 
 
 def default_cache_dir() -> Path:
@@ -105,6 +105,7 @@ def run_to_plain(run: Run) -> dict[str, Any]:
         "steps": steps,
         "names": [[i, n] for i, n in run.names.items()],
         "outputs": run.outputs,
+        "needs": run.needs,
     }
     again = run_from_plain(json.loads(json.dumps(plain)))
     if repr(again.steps) != repr(run.steps):
@@ -123,6 +124,7 @@ def run_from_plain(obj: dict[str, Any]) -> Run:
         steps=steps,
         names={int(i): n for i, n in obj["names"]},
         outputs=list(obj["outputs"]),
+        needs=[str(need) for need in obj["needs"]],
     )
 
 
@@ -157,6 +159,11 @@ class Oracle:
             self._runs[case.id] = run_case(case, lib)
             self.seconds[case.id] = time.perf_counter() - started
         return self._runs[case.id]
+
+    def needs(self, case: Case) -> set[str]:
+        """What the case needs, in its assignment's words: the ops it applied on PyTorch
+        and those it declares. A scope decides from this whether the case is graded."""
+        return {*case.needs, *self.expected(case).needs}
 
     def prepare(self, cases: Iterable[Case], suites_dir: Path | None = None) -> None:
         """Have every case's expected run at hand: from the disk cache, else from PyTorch.

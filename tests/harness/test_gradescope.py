@@ -207,7 +207,6 @@ def test_the_template_scores_only_what_its_forward_code_earns(tmp_path, small_zi
 
 PROBE = """
 import os
-from micrograd.engine import Value
 
 seen = [f"uid={{os.getuid()}}"]
 for path in ({source!r}, {oracle!r}):
@@ -244,12 +243,13 @@ def test_workers_run_as_the_unprivileged_user(tmp_path, scratch, isolation, monk
     sub = tmp_path / "sub"
     shutil.copytree(REPO / "reference" / "micrograd", sub / "micrograd")
     probe = PROBE.format(source=str(source / "autograder.json"), oracle=str(source), results=str(results))
-    (sub / "micrograd" / "__init__.py").write_text(probe)
+    engine_py = sub / "micrograd" / "engine.py"
+    engine_py.write_text(engine_py.read_text() + probe)  # runs when the engine is imported
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     cases = collect(SMALL, ["micrograd"], ["public"])[:1]
     engine = SandboxEngine(sub, SMALL, Limits(timeout=10.0), user=USER, isolation=isolation)
     (run,) = engine.run_all(cases)
-    message = run.fault or ""
+    message = run.fault or (run.failure.message if run.failure else "")
     assert "uid=65534" in message, message
     assert "read " not in message and "wrote results" not in message, message
     assert not (results / "results.json").exists()

@@ -7,6 +7,7 @@ are graded in the sandbox too.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import zipfile
 from pathlib import Path
@@ -194,6 +195,9 @@ def test_a_stand_in_module_at_the_root_is_imported(tmp_path, oracle, sandbox):
 
 @pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
 def test_a_missing_optional_import_is_named_and_costs_nothing_unused(tmp_path, oracle, sandbox):
+    assert importlib.util.find_spec("beartype") is None, (
+        "beartype is installed here: the test needs it absent"
+    )
     package = copy("micrograd", tmp_path / "micrograd")
     engine = package / "engine.py"
     text = engine.read_text().replace("    def relu(self):", "    @beartype\n    def relu(self):")

@@ -292,3 +292,139 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])
     assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"grader {__version__}"
+
+
+# ---- 4, 6, 8: pytest as a student runs it ----
+
+
+def chatty(dest: Path, broken: bool) -> Path:
+    """micrograd whose add rule prints; with `broken`, mul's rule forgets out.grad."""
+    engine = copy("micrograd", dest / "micrograd") / "engine.py"
+    patch(
+        engine,
+        "            self.grad += out.grad\n",
+        "            print('hello from add')\n            self.grad += out.grad\n",
+    )
+    if broken:
+        patch(engine, "            self.grad += other.data * out.grad", "            self.grad += other.data")
+    return dest
+
+
+COMPOSITE = str(REPO / "tests" / "public" / "micrograd" / "test_composite.py")
+
+
+def test_pytest_from_a_students_folder_grades_that_folder(tmp_path):
+    student = chatty(tmp_path / "student", broken=True)
+    (student / "micrograd" / "__init__.py").unlink()
+    done = pytest_run(COMPOSITE, "-p", "no:cacheprovider", cwd=student)
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    assert f"grader: grading {student} (micrograd: micrograd/ (no __init__.py))" in out.splitlines()[:6], out[
+        :2000
+    ]
+    [score] = [line for line in out.splitlines() if line.startswith("Score:")]
+    assert score.endswith(f"points for {student}") and not score.startswith("Score: 9/9"), score
+
+
+def test_printed_output_is_shown_on_failure_and_with_s(tmp_path):
+    broken = chatty(tmp_path / "broken", broken=True)
+    done = pytest_run(COMPOSITE, f"--impl={broken}", "-p", "no:cacheprovider")
+    assert done.returncode == 1
+    assert "Captured stdout call" in done.stdout and "hello from add" in done.stdout, done.stdout[-3000:]
+    right = chatty(tmp_path / "right", broken=False)
+    quiet = pytest_run(COMPOSITE, f"--impl={right}", "-p", "no:cacheprovider")
+    assert quiet.returncode == 0 and "hello from add" not in quiet.stdout
+    loud = pytest_run(COMPOSITE, f"--impl={right}", "-p", "no:cacheprovider", "-s")
+    assert loud.returncode == 0 and "hello from add" in loud.stdout, loud.stdout[-3000:]
+
+
+def test_a_students_run_selects_the_graded_suites_only(tmp_path):
+    sub = copy("micrograd", tmp_path / "sub" / "micrograd").parent
+    done = pytest_run(f"--impl={sub}", "--co", "-q", "-p", "no:cacheprovider")
+    assert done.returncode == 0, done.stdout[-3000:]
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert collected and all(line.startswith("tests/public/") for line in collected), collected[:5]
+    everything = pytest_run("--co", "-q", "-p", "no:cacheprovider")
+    assert any(line.startswith("tests/harness/") for line in everything.stdout.splitlines())
+
+
+def test_last_failed_reruns_the_failures_and_the_cache_stays_outside_the_submission(tmp_path):
+    sub = chatty(tmp_path / "sub", broken=True)
+    cache = ["-o", f"cache_dir={tmp_path / 'cache'}"]
+    first = pytest_run(COMPOSITE, f"--impl={sub}", *cache)
+    failed = int(first.stdout.split(" failed")[0].split()[-1])
+    again = pytest_run(COMPOSITE, f"--impl={sub}", "--lf", *cache)
+    assert f"run-last-failure: rerun previous {failed} failure" in again.stdout, again.stdout[-3000:]
+    assert f"{failed} failed" in again.stdout and " passed" not in again.stdout.splitlines()[-1]
+    assert (tmp_path / "cache").is_dir() and not list(sub.rglob(".pytest_cache"))
+    first_failed = pytest_run(COMPOSITE, f"--impl={sub}", "--ff", *cache)
+    assert "run-last-failure: rerun previous" in first_failed.stdout
+
+
+def test_the_score_table_survives_xdist(tmp_path):
+    sub = chatty(tmp_path / "sub", broken=True)
+    one = pytest_run(COMPOSITE, f"--impl={sub}", "-p", "no:cacheprovider")
+    two = pytest_run(COMPOSITE, f"--impl={sub}", "-p", "no:cacheprovider", "-n", "2")
+    assert "2 workers" in two.stdout, two.stdout[-3000:]
+
+    def table(out: str) -> list[str]:
+        lines = out.splitlines()
+        start = next(i for i, line in enumerate(lines) if " score " in line)
+        return lines[start : next(i for i, line in enumerate(lines) if line.startswith("Score:")) + 1]
+
+    assert table(two.stdout) == table(one.stdout)
+
+
+def test_impl_with_a_space_works_with_the_installed_plugin(installed, tmp_path):
+    """`--impl DIR` (space) for a DIR outside the project: the plugin, installed as pytest11
+    entry point, knows the option before pytest looks for the project's root."""
+    sub = copy("micrograd", tmp_path / "sub" / "micrograd").parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(installed)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
+        return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+    listed = run("--impl", str(sub), "--co", "-q")
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
+    collected = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert collected and all(line.startswith("tests/public/") for line in collected), collected[:3]
+    graded = run("--impl", str(sub), "tests/public/micrograd/test_composite.py")
+    assert graded.returncode == 0, graded.stdout[-3000:]
+    assert f"grader: grading {sub} (micrograd: micrograd/)" in graded.stdout
+    assert f"points for {sub}" in graded.stdout
+
+
+def test_pytest_grades_a_zip_and_names_a_missing_optional_import(tmp_path):
+    package = copy("micrograd", tmp_path / "src" / "hw1" / "micrograd")
+    engine = package / "engine.py"
+    engine.write_text("from beartype import beartype  # noqa\n" + engine.read_text())
+    archive = shutil.make_archive(str(tmp_path / "sub"), "zip", tmp_path / "src")
+    done = pytest_run(COMPOSITE, f"--impl={archive}", "-p", "no:cacheprovider")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "micrograd: hw1/micrograd/" in done.stdout
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "micrograd imports beartype, which is not installed" in notes[0], notes
+
+
+def test_pytest_says_a_missing_impl_is_missing(tmp_path):
+    done = pytest_run(f"--impl={tmp_path / 'nowhere'}", "-p", "no:cacheprovider")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"--impl {tmp_path / 'nowhere'}: no such file or directory" in done.stderr
+
+
+def test_pytest_with_no_arguments_from_a_submission_inside_the_kit_runs_the_suites(tmp_path):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    for name in ("pyproject.toml", "conftest.py"):
+        shutil.copy(REPO / name, kit / name)
+    (kit / "tests" / "public" / "micrograd").mkdir(parents=True)
+    shutil.copy(COMPOSITE, kit / "tests" / "public" / "micrograd")
+    (kit / "tests" / "harness").mkdir()
+    (kit / "tests" / "harness" / "test_never.py").write_text("def test_never():\n    assert False\n")
+    mine = copy("micrograd", kit / "mine" / "micrograd").parent
+    done = pytest_run("-p", "no:cacheprovider", cwd=mine)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"grader: grading {mine} (micrograd: micrograd/)" in done.stdout
+    assert f"points for {mine}" in done.stdout and "4 passed" in done.stdout

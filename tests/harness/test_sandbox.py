@@ -17,7 +17,7 @@ import pytest
 from grader.case import hang
 from grader.case.define import collect
 from grader.case.quantity import MalformedResult, Quantity
-from grader.case.wire import encode
+from grader.case.wire import TAPE_KEYS, encode
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
@@ -67,9 +67,16 @@ GOOD = {
     "kind": "run",
     "id": "c",
     "results": {"a": {"data": [1.0], "shape": [], "dtype": "float64"}, "a.grad": None},
-    "tape": [{"value": {"data": [1.0], "shape": [], "dtype": "float64"}, "grad": None, "rule": None}],
+    "tape": [
+        {
+            "value": {"data": [1.0], "shape": [], "dtype": "float64"},
+            **dict.fromkeys(TAPE_KEYS[1:]),
+        }
+    ],
     "failure": None,
     "output": "",
+    "notes": [],
+    "missing": [],
 }
 
 
@@ -100,6 +107,9 @@ def test_a_well_formed_run_parses():
         with_(failure={"type": "X", "message": 3, "where": None}),
         with_(failure={"type": "X", "message": "m", "where": ["f", "1", "g"]}),
         with_(output=None),
+        with_(missing=None),
+        with_(missing=[3]),
+        with_(missing=["tanh"] * 1000),
     ],
 )
 def test_anything_unexpected_is_malformed(message):

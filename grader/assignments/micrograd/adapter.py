@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd.backend import OPS, Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -17,6 +17,25 @@ MAX_OP_NODES = 10_000
 
 def _number(x: Any) -> float:
     return float(x)
+
+
+#: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
+ATTRIBUTES = {
+    "add": "__add__", "radd": "__radd__", "sub": "__sub__", "rsub": "__rsub__",
+    "mul": "__mul__", "rmul": "__rmul__", "truediv": "__truediv__", "rtruediv": "__rtruediv__",
+    "pow": "__pow__", "neg": "__neg__",
+}  # fmt: skip
+
+
+def _probe(op: str, v: Any) -> Any:
+    """Apply `op` forward to the Value `v` (and the number 2.0, on the side the op says)."""
+    if op == "pow":
+        return v**2
+    if op == "neg":
+        return -v
+    if op in OPERATORS:
+        return OPERATORS[op](v, 2.0)
+    return getattr(v, op)()
 
 
 def requires_grad(raw: Any) -> Quantity | None:
@@ -37,11 +56,11 @@ def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     seen = {id(out)}
     stack: list[tuple[Any, bool]] = [(out, False)]
     while stack:
-        node, done = stack.pop()
-        if done:
+        node, expanded = stack.pop()
+        if expanded:
             order.append(node)
             continue
-        stack.append((node, True))
+        stack.append((node, True))  # after its children: post-order
         for child in getattr(node, "_prev", ()) or ():
             if id(child) not in stop and id(child) not in seen:
                 seen.add(id(child))
@@ -152,6 +171,24 @@ class MicrogradBackend(ScalarBackend):
 
     def make_value(self, x: float) -> Any:
         return self.Value(x)
+
+    def lacking(self, needs) -> list[str]:
+        """An op is lacking when `Value` has no such method or operator, or when applying it
+        to a fresh Value raises NotImplementedError in its forward computation. Only the
+        forward runs: a rule (`_backward`) that raises, as the untouched template's do, is
+        not looked at here, so it fails its cases instead of leaving them ungraded."""
+        return [need for need in needs if need in OPS and self._lacks(need)]
+
+    def _lacks(self, op: str) -> bool:
+        if getattr(self.Value, ATTRIBUTES.get(op, op), None) is None:
+            return True
+        try:
+            _probe(op, self.Value(1.5))
+        except NotImplementedError:
+            return True
+        except Exception:  # it exists and fails otherwise: its cases say how
+            return False
+        return False
 
     def backward(self, node) -> None:
         self.tape.mark_output(node)

@@ -14,6 +14,17 @@ from grader.case.backend import Backend
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef, Step
 
+#: The ops a micrograd case may need, named as the case writes them (`rsub` is `2 - a`,
+#: `Value.__rsub__`): what a scope file lists and what "not graded: needs tanh" names.
+OPS = (
+    "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "pow", "neg",
+    "relu", "exp", "log", "tanh", "sigmoid", "detach",
+)  # fmt: skip
+#: what every case about accumulation, depth and repeated backward can be written with
+CORE = ("add", "radd", "mul", "rmul", "pow")
+#: a micrograd case relies on nothing but ops
+FEATURES: tuple[str, ...] = ()
+
 #: A probe runs one op's gradient rule alone: its inputs' gradients start at PROBE_SEED and
 #: the output's is PROBE_GRAD, so a rule that assigns (`=`) or ignores out.grad shows.
 PROBE_SEED, PROBE_GRAD = 0.25, 0.75
@@ -88,6 +99,8 @@ class Model:
 
 
 class ScalarBackend(Backend):
+    vocabulary = OPS
+
     def __init__(self, trace: bool = True) -> None:
         super().__init__(trace)
         #: each backward() call's snapshot of every node's gradient (see `snapshot`)

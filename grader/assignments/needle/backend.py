@@ -60,6 +60,15 @@ OP_CLASSES = (
     "MatMul",
 )
 
+#: the ops a needle case may need: its op classes (what a scope file lists, and what "not
+#: graded: needs Tanh" names)
+OPS = OP_CLASSES
+#: what every case about accumulation, depth and higher-order gradients can be written with
+CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summation", "MatMul")
+#: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
+#: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)
+FEATURES = ("int-axes",)
+
 #: needle's lowercase helpers that have no operator or method of their own, and the op
 #: class each applies (add, matmul, transpose, reshape, ... go through Node's operators)
 HELPERS = {
@@ -102,6 +111,9 @@ def indices(values: Sequence[int]) -> Quantity:
 
 class TensorBackend(Backend):
     """What both tensor backends share: the case-facing helpers and the tape's structure."""
+
+    vocabulary = OP_CLASSES + FEATURES
+    needs_depend_on_arguments = True
 
     def probe_backward(self) -> None:
         """backward() on the smallest graph with a tensor used twice, `(a * 3 + a).sum()`: the
@@ -199,12 +211,25 @@ class TensorBackend(Backend):
     def input_indices(self, i: int) -> list[int]:
         return [r.index for r in self.tape.steps[i].inputs if isinstance(r, NodeRef)]
 
-    @staticmethod
-    def op_class(op_name: str) -> str:
-        """A needle op class a case may test in isolation (a typo is the case's bug)."""
+    def op_class(self, op_name: str) -> str:
+        """A needle op class a case tests in isolation (a typo is the case's bug); the case needs it."""
         if op_name not in OP_CLASSES:
             raise UnknownOp(f"needle has no op class {op_name!r}; the classes are {', '.join(OP_CLASSES)}")
+        self.used.add(op_name)
         return op_name
+
+    def needs_of(self, op: str, args: tuple, kwargs: dict) -> tuple[str, ...]:
+        """The op classes a case-facing op builds (`a - b`: EWiseAdd and Negate; `a - 2`:
+        AddScalar), and `int-axes` for a summation over an int."""
+        pair = NEEDLE_CLASSES.get(op)
+        if pair is None:
+            return ()
+        tensors = sum(isinstance(a, Node) for a in args)
+        classes = pair[0] if tensors >= 2 or len(args) == 1 else pair[1]
+        needs = tuple(classes.split(" and "))
+        if op in ("sum", "summation") and isinstance(kwargs.get("axes"), int):
+            needs += ("int-axes",)
+        return needs
 
     def check_simple(self, i: int, question: str) -> None:
         op = self.tape.steps[i].op

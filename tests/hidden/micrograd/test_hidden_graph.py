@@ -29,12 +29,39 @@ def test_hidden_backward_three_times(lib):
     return {"a": a, "b": b, "c": c, "d": d, **once, **twice}
 
 
+@case("micrograd", topic="accumulation", points=1)
+def test_hidden_backward_three_times_core(lib):
+    """Three backward() calls on a graph of the core ops only."""
+    a, b = lib.value(0.3, "a"), lib.value(2.0, "b")
+    c = a * a * b
+    d = c * c + a * c
+    lib.backward(d)
+    once = {"a after one": lib.grad(a), "c after one": lib.grad(c)}
+    lib.backward(d)
+    twice = {"a after two": lib.grad(a), "c after two": lib.grad(c)}
+    lib.backward(d)
+    return {"a": a, "b": b, "c": c, "d": d, **once, **twice}
+
+
 @case("micrograd", topic="accumulation", points=2)
 def test_hidden_backward_from_two_outputs(lib):
     """backward() from y1, then from y2 sharing nodes with it: leaf gradients add up."""
     a, b = lib.value(1.2, "a"), lib.value(-0.4, "b")
     shared = a * b + a
     y1 = shared.tanh()
+    y2 = shared * shared + b
+    lib.backward(y1)
+    first = {"a after y1": lib.grad(a), "b after y1": lib.grad(b)}
+    lib.backward(y2)
+    return {"a": a, "b": b, "shared": shared, "y2": y2, **first}
+
+
+@case("micrograd", topic="accumulation", points=1)
+def test_hidden_backward_from_two_outputs_core(lib):
+    """backward() from y1 = shared**3, then from y2: the core ops only."""
+    a, b = lib.value(1.2, "a"), lib.value(-0.4, "b")
+    shared = a * b + a
+    y1 = shared**3
     y2 = shared * shared + b
     lib.backward(y1)
     first = {"a after y1": lib.grad(a), "b after y1": lib.grad(b)}
@@ -53,6 +80,17 @@ def test_hidden_ladder(lib):
     return {"x": x, "y": y}
 
 
+@case("micrograd", topic="accumulation", points=1)
+def test_hidden_ladder_core(lib):
+    """y <- y * (0.2 y + 0.5) + y, 10 times: short and long paths, the core ops only."""
+    x = lib.value(-0.6, "x")
+    y = x
+    for _ in range(10):
+        y = y * (y * 0.2 + 0.5) + y
+    lib.backward(y)
+    return {"x": x, "y": y}
+
+
 @case("micrograd", topic="accumulation", points=2)
 def test_hidden_zero_grad_between_steps(lib):
     """Two training steps of MLP(3, [2, 1]) with zero_grad before each backward."""
@@ -60,7 +98,7 @@ def test_hidden_zero_grad_between_steps(lib):
     params = model.parameters()
     lib.backward(model([0.5, -1.0, 2.0]) ** 2)
     model.zero_grad()
-    lib.backward((model([1.0, 0.0, -0.5]) - 2.0) ** 2)
+    lib.backward((model([1.0, 0.0, -0.5]) + -2.0) ** 2)
     first = {f"p{i} after step 2": lib.grad(p) for i, p in enumerate(params)}
     model.zero_grad()
     cleared = {f"p{i} after zero_grad": lib.grad(p) for i, p in enumerate(params)}
@@ -111,5 +149,22 @@ def test_hidden_deep_mixed_chain(lib):
         y = x
         for _ in range(10**5 // 3):
             y = (y * w).tanh() + 0.1
+        lib.backward(y)
+    return {"x": x, "w": w, "y": y}
+
+
+@case("micrograd", topic="deep", points=1, trace=False)
+def test_hidden_deep_mixed_chain_core(lib):
+    """10**5 ops, y <- y * w * 0.5 + 0.1: a deep chain of the core ops only."""
+    probe = lib.value(1.0, "probe")  # a 3000-deep chain first: a recursive sort fails fast
+    for _ in range(3000):
+        probe = probe * 1.0
+    lib.backward(probe)
+    x = lib.value(0.2, "x")
+    w = lib.value(1.01, "w")
+    with paused_gc():
+        y = x
+        for _ in range(10**5 // 3):
+            y = y * w * 0.5 + 0.1
         lib.backward(y)
     return {"x": x, "w": w, "y": y}

@@ -70,6 +70,18 @@ def test_hidden_deep_backward(lib):
     return {"x": x, "y": y}
 
 
+@case("needle", topic="topo", points=1, trace=False)
+def test_hidden_deep_backward_core(lib):
+    """Backward through a chain of 3000 core ops: y <- y * 0.999 + 0.001."""
+    (x,) = leaves(lib, 3022, (2, 2))
+    y = x
+    for _ in range(1500):
+        y = y * 0.999 + 0.001
+    out = y.sum()
+    lib.backward(out)
+    return {"x": x, "y": y}
+
+
 @case("needle", topic="higher-order", points=2)
 def test_hidden_third_order(lib):
     """Three backward passes: d3/dx3 of sum(x**4) along v."""
@@ -96,11 +108,35 @@ def test_hidden_softmax_second_order(lib):
     return {"z": z, "g": g}
 
 
+@case("needle", topic="higher-order", points=1)
+def test_hidden_softmax_second_order_core(lib):
+    """The squared gradient of a cubic loss with respect to the logits (core ops only)."""
+    rng = np.random.default_rng(3031)
+    z = lib.tensor(rng.standard_normal((2, 3)), "z")
+    Y = lib.tensor(np.eye(3)[[0, 2]], "Y", requires_grad=False)
+    loss = (z * z * Y).sum() + (z**3).sum() * 0.1
+    lib.backward(loss)
+    g = lib.grad_node(z)
+    lib.backward((g * g).sum())
+    return {"z": z, "g": g}
+
+
 @case("needle", topic="higher-order", points=2)
 def test_hidden_mixed_partials(lib):
     """The gradient with respect to one input, differentiated with respect to another."""
     a, b = leaves(lib, 3032, (2, 3), (3, 2))
     y = ((a @ b).exp() / 4.0).sum()
+    lib.backward(y)
+    ga = lib.grad_node(a)
+    lib.backward((ga * a).sum())
+    return {"a": a, "b": b, "ga": ga}
+
+
+@case("needle", topic="higher-order", points=1)
+def test_hidden_mixed_partials_core(lib):
+    """The gradient with respect to one input, differentiated with respect to another (core ops)."""
+    a, b = leaves(lib, 3032, (2, 3), (3, 2))
+    y = ((a @ b) ** 2 * 0.25).sum()
     lib.backward(y)
     ga = lib.grad_node(a)
     lib.backward((ga * a).sum())
@@ -152,6 +188,18 @@ def test_hidden_lazy_higher_order(lib):
     (x,) = leaves(lib, 3051, (3,))
     with lib.lazy():
         y = (x.tanh() * x).sum()
+        lib.backward(y)
+    g = lib.grad_node(x)
+    lib.backward((g * g).sum())
+    return {"x": x, "y": y}
+
+
+@case("needle", topic="lazy", points=1)
+def test_hidden_lazy_higher_order_core(lib):
+    """A second-order gradient of a graph built lazily from the core ops: same as eager."""
+    (x,) = leaves(lib, 3051, (3,))
+    with lib.lazy():
+        y = (x * x * x).sum()
         lib.backward(y)
     g = lib.grad_node(x)
     lib.backward((g * g).sum())

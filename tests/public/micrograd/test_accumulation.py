@@ -37,6 +37,15 @@ def test_leaf_on_many_paths(lib):
 
 
 @case("micrograd", topic="accumulation", points=1)
+def test_leaf_on_many_paths_core(lib):
+    """The same with the core ops only (+, *, ** a number): a feeds seven different ops."""
+    a, b = lib.value(0.8, "a"), lib.value(-1.3, "b")
+    y = a * b + a**2 + 3 * a + (a + b) * a + a**-1 * b + 2 + a
+    lib.backward(y)
+    return {"a": a, "b": b, "y": y}
+
+
+@case("micrograd", topic="accumulation", points=1)
 def test_leaf_used_fifty_times(lib):
     """s = a + 1a + 2a + ... + 49a."""
     a = lib.value(0.1, "a")
@@ -59,6 +68,17 @@ def test_reverse_topological_order(lib):
     return {"x": x, "y": y}
 
 
+@case("micrograd", topic="accumulation", points=1)
+def test_reverse_topological_order_core(lib):
+    """y <- y + 0.1 (0.9 y)**2, 12 times: the same order, with the core ops only."""
+    x = lib.value(0.3, "x")
+    y = x
+    for _ in range(12):
+        y = y + (y * 0.9) ** 2 * 0.1
+    lib.backward(y)
+    return {"x": x, "y": y}
+
+
 @case("micrograd", topic="accumulation", points=2)
 def test_backward_twice(lib):
     """Two backward() calls: leaf gradients double, interior ones are the same each time."""
@@ -72,12 +92,25 @@ def test_backward_twice(lib):
     return {"a": a, "b": b, "c": c, "d": d, "y": y, **first}
 
 
+@case("micrograd", topic="accumulation", points=1)
+def test_backward_twice_core(lib):
+    """Two backward() calls on a graph of the core ops only: leaves double, interiors do not."""
+    a, b = lib.value(1.5, "a"), lib.value(-0.5, "b")
+    c = a * b
+    d = c + a
+    y = d * d + c
+    lib.backward(y)
+    first = {"a.grad after one backward": lib.grad(a), "c.grad after one backward": lib.grad(c)}
+    lib.backward(y)
+    return {"a": a, "b": b, "c": c, "d": d, "y": y, **first}
+
+
 @case("micrograd", topic="accumulation", points=2)
 def test_zero_grad(lib):
     """model.zero_grad() resets every parameter; the next backward starts from zero."""
     model = lib.mlp(2, [3, 1], seed=4)
     params = model.parameters()
-    loss = (model([1.0, -2.0]) - 1.0) ** 2
+    loss = (model([1.0, -2.0]) + -1.0) ** 2
     lib.backward(loss)
     model.zero_grad()
     cleared = {f"p{i}.grad after zero_grad": lib.grad(p) for i, p in enumerate(params)}

@@ -18,6 +18,18 @@ def test_partial_adjoints_summed(lib):
     return {"x": x, "w": w, "y": y}
 
 
+@case("needle", topic="composite", points=1)
+def test_partial_adjoints_summed_core(lib):
+    """x feeds four ops of the core ops only (+, *, ** a number): the sum of their adjoints."""
+    rng = np.random.default_rng(70)
+    x = lib.tensor(rng.standard_normal((2, 3)), "x")
+    w = lib.tensor(rng.standard_normal((2, 3)), "w")
+    y = x * x + x * 3.0 + x * w + x**3 * 0.5
+    out_grad = lib.tensor(rng.standard_normal((2, 3)), "out_grad", requires_grad=False)
+    lib.backward(y, out_grad)
+    return {"x": x, "w": w, "y": y}
+
+
 @case("needle", topic="composite", points=2)
 def test_diamond(lib):
     """Two paths from x to y that meet again, and an interior node used twice."""
@@ -25,6 +37,20 @@ def test_diamond(lib):
     x = lib.tensor(rng.standard_normal((3, 2)), "x")
     a = x * 2.0
     b = x.exp()
+    c = a * b
+    d = c + a
+    y = (d * c).sum()
+    lib.backward(y)
+    return {"x": x, "a": a, "b": b, "c": c, "d": d, "y": y}
+
+
+@case("needle", topic="composite", points=1)
+def test_diamond_core(lib):
+    """The same diamond with x**2 for exp(x): the core ops only."""
+    rng = np.random.default_rng(71)
+    x = lib.tensor(rng.standard_normal((3, 2)), "x")
+    a = x * 2.0
+    b = x**2
     c = a * b
     d = c + a
     y = (d * c).sum()
@@ -84,6 +110,18 @@ def test_backward_twice_assigns(lib):
     return {"first": first, "x": x, "y": y}
 
 
+@case("needle", topic="composite", points=1)
+def test_backward_twice_assigns_core(lib):
+    """A second backward of the same output, on the core ops only: the same gradients."""
+    rng = np.random.default_rng(74)
+    x = lib.tensor(rng.standard_normal((3,)), "x")
+    y = (x * x * x + x).sum()
+    lib.backward(y)
+    first = lib.grad(x)
+    lib.backward(y)
+    return {"first": first, "x": x, "y": y}
+
+
 @case("needle", topic="composite", points=2)
 def test_backward_of_two_outputs(lib):
     """A second output's backward replaces the gradients of the nodes it reaches only."""
@@ -93,6 +131,21 @@ def test_backward_of_two_outputs(lib):
     v = lib.tensor(rng.standard_normal((2, 2)), "v")
     y1 = (x * u).sum()
     y2 = (x.tanh() * v).sum()
+    lib.backward(y1)
+    x_after_y1 = lib.grad(x)
+    lib.backward(y2)
+    return {"x_after_y1": x_after_y1, "x": x, "u": u, "v": v}
+
+
+@case("needle", topic="composite", points=1)
+def test_backward_of_two_outputs_core(lib):
+    """A second output's backward, on the core ops only, replaces the gradients it reaches."""
+    rng = np.random.default_rng(75)
+    x = lib.tensor(rng.standard_normal((2, 2)), "x")
+    u = lib.tensor(rng.standard_normal((2, 2)), "u")
+    v = lib.tensor(rng.standard_normal((2, 2)), "v")
+    y1 = (x * u).sum()
+    y2 = (x**2 * v).sum()
     lib.backward(y1)
     x_after_y1 = lib.grad(x)
     lib.backward(y2)

@@ -37,6 +37,20 @@ def test_gradient_norm(lib):
     return {"x": x, "w": w, "gx": gx, "z": z}
 
 
+@case("needle", topic="higher-order", points=1)
+def test_gradient_norm_core(lib):
+    """The squared norm of a gradient, differentiated, on the core ops only."""
+    rng = np.random.default_rng(91)
+    x = lib.tensor(rng.standard_normal((3,)), "x")
+    w = lib.tensor(rng.standard_normal((3,)), "w")
+    y = ((x * w) ** 2 * x).sum()
+    lib.backward(y)
+    gx = lib.grad_node(x)
+    z = (gx * gx).sum()
+    lib.backward(z)
+    return {"x": x, "w": w, "gx": gx, "z": z}
+
+
 @case("needle", topic="higher-order", points=2)
 def test_matmul_second_order(lib):
     """Through a matmul, a broadcast bias and a summation: the gradient of W, squared."""
@@ -50,6 +64,20 @@ def test_matmul_second_order(lib):
     z = (gW * gW).sum()
     lib.backward(z)
     return {"X": X, "W": W, "b": b, "gW": gW, "z": z}
+
+
+@case("needle", topic="higher-order", points=1)
+def test_matmul_second_order_core(lib):
+    """Through a matmul and a power: the gradient of W, squared (core ops only)."""
+    rng = np.random.default_rng(92)
+    X = lib.tensor(rng.standard_normal((4, 3)), "X")
+    W = lib.tensor(rng.standard_normal((3, 2)), "W")
+    y = ((X @ W) ** 3).sum()
+    lib.backward(y)
+    gW = lib.grad_node(W)
+    z = (gW * gW).sum()
+    lib.backward(z)
+    return {"X": X, "W": W, "gW": gW, "z": z}
 
 
 @case("needle", topic="higher-order", points=2)
@@ -66,6 +94,20 @@ def test_division_and_log(lib):
     return {"a": a, "b": b, "ga": ga, "z": z}
 
 
+@case("needle", topic="higher-order", points=1)
+def test_division_and_log_core(lib):
+    """Second derivatives through a**-1 and products of two inputs (core ops only)."""
+    rng = np.random.default_rng(93)
+    a = lib.tensor(rng.uniform(0.5, 2.0, (2, 2)), "a")
+    b = lib.tensor(rng.uniform(0.5, 2.0, (2, 2)), "b")
+    y = (a**-1 * b + a * a * b).sum()
+    lib.backward(y)
+    ga = lib.grad_node(a)
+    z = (ga * b).sum()
+    lib.backward(z)
+    return {"a": a, "b": b, "ga": ga, "z": z}
+
+
 @case("needle", topic="higher-order", points=2)
 def test_hessian_vector_product(lib):
     """H v for y = sum(relu(x) * x * x + tanh(x)): the gradient dotted with v, differentiated."""
@@ -73,6 +115,19 @@ def test_hessian_vector_product(lib):
     x = lib.tensor(rng.standard_normal((5,)), "x")
     v = lib.tensor(rng.standard_normal((5,)), "v", requires_grad=False)
     y = (x.relu() * x * x + x.tanh()).sum()
+    lib.backward(y)
+    g = lib.grad_node(x)
+    lib.backward((g * v).sum())
+    return {"x": x, "g": g}
+
+
+@case("needle", topic="higher-order", points=1)
+def test_hessian_vector_product_core(lib):
+    """H v for y = sum(x * x * x + 0.5 x**2): the core ops only."""
+    rng = np.random.default_rng(94)
+    x = lib.tensor(rng.standard_normal((5,)), "x")
+    v = lib.tensor(rng.standard_normal((5,)), "v", requires_grad=False)
+    y = (x * x * x + x**2 * 0.5).sum()
     lib.backward(y)
     g = lib.grad_node(x)
     lib.backward((g * v).sum())
