@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,17 +42,36 @@ sys.exit(status)
 """
 
 
-def grade_cpu(args: list[str], repeat: int) -> tuple[float, str]:
-    """The median CPU seconds of `repeat` runs of `python -m grader ARGS` (the grader, its
-    sandbox and every worker), and the last run's standard output. CPU time, unlike wall
-    time, does not grow when other work shares the machine's cores."""
-    figures, out = [], ""
+def grade_cpu(args: list[str], repeat: int) -> tuple[float, float, str]:
+    """The median wall time and the median CPU seconds of `repeat` runs of `python -m grader
+    ARGS` (the grader, its sandbox and every worker), and the last run's standard output. CPU
+    time, unlike wall time, does not grow when other work shares the machine's cores."""
+    walls, figures, out = [], [], ""
     for _ in range(repeat):
+        started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-c", _CPU_DRIVER, *args], cwd=REPO, capture_output=True, text=True
         )
+        walls.append(time.perf_counter() - started)
         if done.returncode != 0:
             raise SystemExit(f"grader {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         figures.append(json.loads(done.stderr.strip().splitlines()[-1])["cpu"])
         out = done.stdout
-    return statistics.median(figures), out
+    return statistics.median(walls), statistics.median(figures), out
+
+
+def cpu_timed(argv: list[str], repeat: int) -> tuple[float, float]:
+    """The median wall time and the median CPU time (user + system, the command and the
+    children it waited for) of `repeat` runs of `argv` from the project's root. On a machine
+    shared with other work, CPU time is the steadier of the two."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return statistics.median(walls), statistics.median(cpus)
