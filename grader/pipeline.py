@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
 #: where the graded suites are when they are not in this checkout (an installed grader)
 SUITES_ENV = "GRADER_SUITES"
-#: a case may take this many times as long as the oracle took for it (a million-node graph)
+#: a case may take this many times as long as the oracle took for it (a 10**5-node graph)
 SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`
 ISOLATION = {
@@ -142,7 +142,7 @@ class SandboxRunner:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
-        runs = engine.run_all(cases, timeouts)
+        runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)
 
