@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import assignments
-from grader.case import hang, seccomp
+from grader.case import hang, seccomp, threads
 from grader.case.define import collect
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Run, describe_exception, run_case
@@ -136,6 +136,7 @@ def main(argv: list[str]) -> None:
     work = Path.cwd()
     assignment = assignments.get(name)
     hang.arm(job["load_timeout"])
+    threads.refuse()  # before any of the submission's code: its verdict must not hang on timing
     try:
         modules = assignment.load(work)
     except SubmissionError as exc:

@@ -37,7 +37,7 @@ from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run
 from grader.sandbox.root import SandboxError, build
-from grader.verdict.integrity import Finding, loaded_libraries
+from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
 REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT
@@ -51,6 +51,10 @@ PROBE_WAIT = 10.0
 SUSPECT_CPU = 0.02
 SHORT_TIMEOUT = 1.0  # seconds
 UNCHECKED = "the worker exited before its result could be checked"
+THREADS = (
+    "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
+    "(what they do depends on timing, so would the score)"
+)
 
 
 class BudgetExhausted(Fault):
@@ -321,6 +325,11 @@ class SandboxEngine:
             for case in cases:
                 runs[case.id] = Run(fault=f"importing {assignment} failed: {UNCHECKED}")
             return []
+        if count := extra_threads(worker.pid):
+            fault = THREADS.format(what=f"importing {assignment}", count=count, when="after the import")
+            for case in cases:
+                runs[case.id] = Run(fault=fault)
+            return []
         worker.proceed()
         if self._probing(assignment):
             if not self._probe(worker, assignment, cases, runs):
@@ -340,6 +349,9 @@ class SandboxEngine:
             if not self._check(worker, assignment):
                 runs[case.id] = Run(fault=UNCHECKED)
                 return cases[i + 1 :]
+            if count := extra_threads(worker.pid):  # they would go on running into later cases
+                runs[case.id] = Run(fault=THREADS.format(what="the case", count=count, when="after it"))
+                return cases[i + 1 :]  # a fresh worker for the rest
             if run.failure is not None and run.failure.type == "CaseTimedOut":
                 run = self._timed_out(case, run)
             elif run.failure is not None:

@@ -51,13 +51,12 @@ LIMITS = Limits(timeout=1.0, budget=60.0, memory=512)
 SIZE = 200
 #: kinds whose verdicts may differ from one run to the next, graded alone or not: micrograd's
 #: `_prev` is a set ordered by object addresses, so when a bug makes the result depend on the
-#: order of a node's children (`=` for `+=`, a breadth-first walk) so does the verdict; a
-#: background thread races the case.
+#: order of a node's children (`=` for `+=`, a breadth-first walk) so does the verdict. (A
+#: submission's threads do not count: the worker refuses them, or the grader faults the case.)
 NONDETERMINISTIC = {
     "bug-mul-assigns",
     "bug-add-assigns",
     "bug-breadth-first-order",
-    "hostile-background_thread",
 }
 
 
@@ -128,6 +127,7 @@ SAMPLE = [
     "reference", "template", "nested", "empty", "needle-only", "bug-tanh-no-square", "bug-no-seed",
     "bug-matmul-batched-not-summed", "bug-topo-pre-order", "hostile-exit_in_backward", "hostile-fake_results",
     "hostile-torch_import", "hostile-unbounded_recursion", "hostile-output_flood", "hostile-loop_in_backward",
+    "hostile-background_thread", "hostile-thread_around_refusal",
 ]  # fmt: skip
 
 

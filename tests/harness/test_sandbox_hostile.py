@@ -58,7 +58,10 @@ EXPECTED = {
     "monkeypatch": ("all", TANH, "wrong gradient from tanh"),
     "lying_gradients": ("all", TANH, "wrong gradient from tanh"),
     "read_reference": ("all", TANH, "wrong gradient from tanh"),
-    "background_thread": ("all", TANH, ""),
+    # refused in the worker: the first case that calls backward() (hidden runs first) fails, in every run
+    "background_thread": ("all", ["sub_div"], "starting a thread is not allowed in graded code"),
+    # started around the refusal: seen in the live worker; every backward case starts one anew
+    "thread_around_refusal": ("all", BACKWARD, "started 1 thread(s) still running after it"),
     # importing torch costs nothing; calling it costs the cases that did, saying where
     "torch_import": ("all", TANH, "wrong gradient from tanh"),
     "torch_in_rule": (
