@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from grader import assignments
 from grader.case.define import Case, collect
-from grader.case.hang import describe
+from grader.case.hang import WallTimeout, describe, wall_limit
 from grader.case.run import Run, function_name, run_case
 from grader.case.worker import Bounded
 from grader.pipeline import SLOWER, SUITES_DIR, verdict
@@ -153,31 +151,6 @@ def code_roots(namespace: dict[str, Any]) -> list[Path]:
 # ---- running a case with a time limit ----
 
 
-class CaseTimeout(BaseException):
-    """Raised in the case's own frame when its time is up (not an Exception: a student's
-    `except Exception` must not swallow it)."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    main = threading.current_thread() is threading.main_thread()
-    usable = seconds > 0 and main and hasattr(signal, "SIGALRM")
-    if not usable:
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise CaseTimeout
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _where(exc: BaseException, roots: list[Path]) -> tuple[str, int, str] | None:
     where = None
     tb = exc.__traceback__
@@ -222,9 +195,9 @@ class Runner:
         engine = assignments.get(case.assignment).engine
         seconds = self.timeout(case)
         try:
-            with _time_limit(seconds):
+            with wall_limit(seconds):
                 return run_case(case, engine(modules, trace=case.trace), roots)
-        except CaseTimeout as exc:
+        except WallTimeout as exc:
             where = _where(exc, roots)
             if where is not None:
                 self.hangs[where[2]] = self.hangs.get(where[2], 0) + 1

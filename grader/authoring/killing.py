@@ -25,19 +25,17 @@ import multiprocessing.connection
 import os
 import resource
 import shutil
-import signal
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from grader.authoring.mutants import Mutant
 from grader.case.define import Case, collect
+from grader.case.hang import WallTimeout, wall_limit
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
 from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
@@ -47,24 +45,6 @@ from grader.verdict.compare import compare
 GRACE = 5.0
 #: address space a child may add to what it inherits, in bytes
 MEMORY = 2048 * 2**20
-
-
-class CaseTimeout(BaseException):
-    """A case's time is up (a BaseException: the engine's `except Exception` lets it by)."""
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    def expire(signum: int, frame: Any) -> None:
-        raise CaseTimeout
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _slim(run: Run) -> Run:
@@ -112,9 +92,9 @@ def child(
             conn.send(("start", case_id))
             seconds = timeouts[case_id] if hangs < REPEATS else min(timeouts[case_id], SHORT_TIMEOUT)
             try:
-                with time_limit(seconds):
+                with wall_limit(seconds):
                     run = engine.run(cases[case_id])
-            except CaseTimeout:
+            except WallTimeout:
                 hangs += 1
                 run = Run(fault=f"timed out after {seconds:g} s")
             except RecursionError as exc:

@@ -17,7 +17,8 @@ import faulthandler
 import re
 import signal
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HEADER = "Timeout ("
@@ -67,8 +68,31 @@ class CaseTimedOut(BaseException):
     BaseException, so that `except Exception` in the submission does not swallow it."""
 
 
+class WallTimeout(BaseException):
+    """Raised inside the code that runs when a case's wall-clock time is up (in-process
+    grading, where no grader stands outside to kill a worker). A BaseException, as above."""
+
+
 def _expire(signum: int, frame: object) -> None:
     raise CaseTimedOut("out of CPU time")
+
+
+def _wall_expire(signum: int, frame: object) -> None:
+    raise WallTimeout
+
+
+@contextlib.contextmanager
+def _interval(
+    timer: int, signum: int, seconds: float, handler: Callable[[int, object], None]
+) -> Iterator[None]:
+    """`handler` runs on `signum` once `timer` has counted `seconds`; all as before afterwards."""
+    previous = signal.signal(signum, handler)
+    signal.setitimer(timer, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(timer, 0)
+        signal.signal(signum, previous)
 
 
 @contextlib.contextmanager
@@ -80,10 +104,17 @@ def cpu_budget(seconds: float | None) -> Iterator[None]:
     if not seconds:
         yield
         return
-    previous = signal.signal(signal.SIGPROF, _expire)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
+    with _interval(signal.ITIMER_PROF, signal.SIGPROF, seconds, _expire):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
+
+
+@contextlib.contextmanager
+def wall_limit(seconds: float) -> Iterator[None]:
+    """Raise `WallTimeout` in whatever runs once `seconds` of wall time have passed. Signals
+    reach the main thread only: elsewhere (or with `seconds` <= 0) there is no limit."""
+    main = threading.current_thread() is threading.main_thread()
+    if seconds <= 0 or not main or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    with _interval(signal.ITIMER_REAL, signal.SIGALRM, seconds, _wall_expire):
+        yield

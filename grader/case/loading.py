@@ -87,7 +87,8 @@ def _skipped(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED or name.endswith(".egg-info")
 
 
-def _is_package_dir(path: Path, markers: tuple[str, ...]) -> bool:
+def is_package_dir(path: Path, markers: tuple[str, ...]) -> bool:
+    """A real folder (no link) holding `__init__.py` or one of the package's marker files."""
     return (
         path.is_dir()
         and not path.is_symlink()
@@ -121,7 +122,7 @@ def locate(directory: str | Path, package: str, markers: tuple[str, ...] = ()) -
     for _depth, folders in _by_depth(root):
         hits = []
         for folder in folders:
-            if _is_package_dir(folder / package, markers):
+            if is_package_dir(folder / package, markers):
                 hits.append(folder / package)
             elif (folder / f"{package}.py").is_file() and not (folder / f"{package}.py").is_symlink():
                 hits.append(folder / f"{package}.py")

@@ -3,8 +3,10 @@
 Accepted layouts (`discover`):
 - one directory per student, `ROOT/<student>/`, graded as `grader grade` grades it (the
   packages found where they are, a student's own zip unpacked: `grader.intake`);
-- nbgrader's `ROOT/submitted/<student>/<assignment>/`, holding the package's files or the
-  assignment's notebook (its code is extracted as the fast path does);
+- nbgrader's `ROOT/submitted/<student>/<assignment>/`, holding the package's files (found
+  there by `grader.case.loading`, as `grader grade` finds them: the folder itself, or a
+  package in it however deep) or the assignment's notebook (its code extracted, as the fast
+  path does);
 - a zip as a learning management system exports it: one folder or one zip per student,
   unpacked by `grader.intake` (no path escapes, no links, limits on size and count).
 
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import intake
-from grader.assignments import NAMES
-from grader.case.loading import present_packages
+from grader.assignments import NAMES, get
+from grader.case.loading import SubmissionError, is_package_dir, locate, present_packages
 
 
 class LayoutError(ValueError):
@@ -60,16 +62,35 @@ def from_nbgrader(root: Path, work: Path, only: tuple[str, ...] | None = None) -
                 continue
             stamps.append(_stamp(folder))
             notebook = folder / f"{assignment}.ipynb"
-            if (folder / assignment).is_dir():
-                shutil.copytree(folder / assignment, staged / assignment, symlinks=True)
-            elif any(folder.glob("*.py")):
-                shutil.copytree(folder, staged / assignment, symlinks=True)
-            elif notebook.is_file():
+            if _stage_package(folder, staged, assignment):
+                continue
+            if notebook.is_file():
                 source = root / "source" / assignment / f"{assignment}.ipynb"
                 extract(notebook, staged, assignment, source=source if source.is_file() else None)
+            elif any(folder.glob("*.py")):  # no package: graded as it is, so the error says what it holds
+                shutil.copytree(folder, staged / assignment, symlinks=True)
         stamp = max((s for s in stamps if s), default=None)
         found.append(Submission(student_dir.name, staged, stamp))
     return found
+
+
+def _stage_package(folder: Path, staged: Path, assignment: str) -> bool:
+    """Copy the assignment's package from nbgrader's `folder` into `staged`: the folder
+    itself when it is the package (its files at the top), else the package `locate` finds
+    in it; False when there is none (a notebook, perhaps)."""
+    markers = get(assignment).markers
+    if is_package_dir(folder, markers):
+        shutil.copytree(folder, staged / assignment, symlinks=True)
+        return True
+    try:
+        found = locate(folder, assignment, markers).path
+    except SubmissionError:
+        return False
+    if found.is_dir():
+        shutil.copytree(found, staged / found.name, symlinks=True)
+    else:
+        shutil.copy2(found, staged / found.name)
+    return True
 
 
 def _unpack_students(archive: Path, work: Path) -> Path:
@@ -82,7 +103,7 @@ def _unpack_students(archive: Path, work: Path) -> Path:
         intake.unpack(archive, out)
     except intake.IntakeError as exc:
         raise LayoutError(str(exc)) from None
-    entries = [p for p in out.iterdir() if p.name != "__MACOSX"]
+    entries = list(out.iterdir())  # macOS debris is not unpacked
     if len(entries) == 1 and entries[0].is_dir() and not present_packages(entries[0]):
         out = entries[0]  # the zip wraps the class in one folder
     for inner in sorted(out.glob("*.zip")):  # a student's zip: a folder of its own, named after it

@@ -16,23 +16,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-#: top-level module -> the library named in the message
-LIBRARIES = {
-    "torch": "torch",
-    "functorch": "torch",
-    "torchvision": "torch",
-    "jax": "jax",
-    "jaxlib": "jax",
-    "tensorflow": "tensorflow",
-    "keras": "keras",
-    "autograd": "autograd",
-    "mxnet": "mxnet",
-    "tinygrad": "tinygrad",
-    "theano": "theano",
-    "chainer": "chainer",
-    "paddle": "paddle",
-    "mlx": "mlx",
-}
+from grader.case.guard import AUTODIFF_LIBRARIES
+
+#: top-level module -> the library named in the message: the worker's import guard's own list
+LIBRARIES = AUTODIFF_LIBRARIES
 #: text in a path of /proc/PID/maps -> the library whose shared objects those are
 SHARED_OBJECTS = {
     "/torch/": "torch",

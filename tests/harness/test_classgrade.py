@@ -378,9 +378,18 @@ def test_layouts_zip_and_nbgrader(tmp_path):
         folder = course / "submitted" / student / "micrograd"
         shutil.copytree(REPO / "reference" / "micrograd", folder)
         (folder / "timestamp.txt").write_text("2025-01-15 12:00:00.000000 UTC")
+    # the package one folder down, as `grader grade` finds it; debris beside it is no package
+    nested = course / "submitted" / "cy" / "micrograd"
+    shutil.copytree(REPO / "reference" / "micrograd", nested / "hw1" / "micrograd")
+    (nested / "__MACOSX" / "micrograd").mkdir(parents=True)
+    (nested / "__MACOSX" / "micrograd" / "engine.py").write_text("junk\n")
     found = discover(course, tmp_path / "work3")
-    assert [s.student for s in found] == ["ann", "bo"]
+    assert [s.student for s in found] == ["ann", "bo", "cy"]
     assert (found[0].path / "micrograd" / "engine.py").is_file() and found[0].timestamp.startswith("2025")
+    assert (found[2].path / "micrograd" / "engine.py").read_bytes() == (
+        REPO / "reference" / "micrograd" / "engine.py"
+    ).read_bytes()
+    assert missing_assignments(found[2].path, ("micrograd",)) == {}
 
 
 def test_user_mistakes_exit_2(tmp_path):
