@@ -31,6 +31,7 @@ from grader.sandbox import Limits, SandboxEngine
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
+from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle, default_cache_dir
 
@@ -210,6 +211,11 @@ def verdict(
         message = ""
     else:
         message = diagnose(expected, actual, mismatches, case.assignment)
+    graph, blamed = (
+        case_graph(expected, actual, case.assignment, message) if status is Status.FAILED else (None, "")
+    )
+    if actual.failure is not None and actual.failure.where:
+        blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,
@@ -225,6 +231,9 @@ def verdict(
         description=case.description,
         missing=list(actual.missing) if status is Status.NOT_GRADED else [],
         seconds=actual.seconds,
+        ops=case_ops(expected, case.assignment),
+        blame=blamed,
+        graph=graph,
     )
 
 

@@ -271,12 +271,3 @@ NEEDLE_CLASSES = {
     "broadcast_to": ("BroadcastTo", "BroadcastTo"),
     "transpose": ("Transpose", "Transpose"),
 }
-
-
-def needle_class(op: str, inputs: Sequence[Any]) -> str | None:
-    """The needle op class(es) behind a tape step, for messages: `a / b` is EWiseDiv."""
-    pair = NEEDLE_CLASSES.get(op)
-    if pair is None:
-        return None
-    nodes = sum(isinstance(r, NodeRef) for r in inputs)
-    return pair[0] if nodes >= 2 or len(inputs) == 1 else pair[1]
