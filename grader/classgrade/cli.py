@@ -21,6 +21,7 @@ from grader.classgrade.layout import Submission
 from grader.pipeline import SUITES_DIR, Request, choose_assignments, select_cases
 from grader.report.model import VISIBILITIES
 from grader.sandbox import Limits
+from grader.scope import ScopeError, resolve
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
@@ -40,14 +41,15 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def case_chooser(request: Request) -> Callable[[Submission], list[Case]]:
-    """Each submission's cases (its assignments, unless --assignment), collected once per set."""
+def case_chooser(request: Request, oracle: Oracle | None = None) -> Callable[[Submission], list[Case]]:
+    """Each submission's cases (its assignments, unless --assignment, in scope), collected once
+    per set of assignments."""
     cache: dict[tuple[str, ...], list[Case]] = {}
 
     def cases(sub: Submission) -> list[Case]:
         names = tuple(choose_assignments(Path(sub.path), request.only))
         if names not in cache:
-            cache[names] = select_cases(Path(sub.path), request)
+            cache[names] = select_cases(Path(sub.path), request, oracle)
         return cache[names]
 
     return cases
@@ -86,13 +88,19 @@ def _grade_class(args: argparse.Namespace) -> int:
     if args.only_cases:
         patterns = list(args.only_cases)
         keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
+    suites = Path(args.suites)
+    try:
+        scopes = resolve(args.scope or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
+    except ScopeError as exc:
+        raise UsageError(str(exc)) from None
     request = Request(
         suite=args.suite,
         only=only,
-        suites_dir=Path(args.suites),
+        suites_dir=suites,
         limits=limits,
         keep=keep,
         visibility=args.hidden_visibility,
+        scopes=scopes,
     )
     try:
         submissions = discover(root, out / "work", only)
@@ -119,7 +127,7 @@ def _grade_class(args: argparse.Namespace) -> int:
     with Gradebook(gradebook) as book, ClassProgress() as progress:
         run = grade_class(
             submissions,
-            case_chooser(request),
+            case_chooser(request, oracle),
             oracle,
             book,
             backend,
@@ -183,6 +191,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
     p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
     p.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES)
+    p.add_argument("--scope", metavar="FILE", action="append", help="a scope file (TOML; see README, Scope)")
     p.set_defaults(func=cmd_grade_class)
 
     p = sub.add_parser("merge", help="combine shard gradebooks into one")
