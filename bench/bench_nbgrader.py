@@ -1,16 +1,21 @@
-"""How long nbgrader takes to autograde a class: `nbgrader autograde` on N submissions.
+"""`nbgrader autograde` against the fast path, on the same N submissions of one course.
 
-    python bench/bench_nbgrader.py [--students 50] [--assignment micrograd]
+    python bench/bench_nbgrader.py [--students 50] [--assignment micrograd] [--jobs N]
 
 Every submission is the released notebook with the reference filled in. Prints the wall
-time of `nbgrader autograde` in all and per submission. Each figure is one `measure_*`
-function returning seconds: a second way of grading the same course (the fast path that
-extracts the code and writes the gradebook) is one more function in FIGURES.
+time of `nbgrader autograde` (one kernel per submission) and of `python -m grader
+grade-class --nbgrader` (the code extracted, graded in the sandbox on all cores, the scores
+written into gradebook.db through nbgrader's Gradebook), in all and per submission, their
+ratio, and whether `nbgrader export` gives every student the same score after each. Each
+figure is one `measure_*` function returning seconds; the gradebook is made anew before each.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "harness"))
 
-from nbgrader_course import environment, filled, make_course, nbgrader, submit  # noqa: E402
+from nbgrader_course import environment, export, filled, make_course, nbgrader, submit  # noqa: E402
 
 
 def prepare(root: Path, assignment: str, students: int) -> tuple[Path, dict[str, str]]:
@@ -33,29 +38,74 @@ def prepare(root: Path, assignment: str, students: int) -> tuple[Path, dict[str,
     return course, env
 
 
+def fresh_gradebook(course: Path, env: dict[str, str], assignment: str) -> None:
+    (course / "gradebook.db").unlink(missing_ok=True)
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+    nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+
+
 def measure_autograde(course: Path, env: dict[str, str], assignment: str) -> float:
     started = time.perf_counter()
     nbgrader(course, "autograde", assignment, "--force", env=env)
     return time.perf_counter() - started
 
 
+def measure_fast_path(course: Path, env: dict[str, str], assignment: str) -> float:
+    command = [
+        sys.executable,
+        "-m",
+        "grader",
+        "grade-class",
+        "--nbgrader",
+        str(course),
+        assignment,
+        "--force",
+    ]
+    command += ["--jobs", env.get("BENCH_JOBS", str(len(os.sched_getaffinity(0))))]
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the fast path failed:\n{done.stderr[-3000:]}")
+    return seconds
+
+
 #: name -> how to grade every submission of the course once (seconds)
-FIGURES: dict[str, Callable[[Path, dict[str, str], str], float]] = {"nbgrader autograde": measure_autograde}
+FIGURES: dict[str, Callable[[Path, dict[str, str], str], float]] = {
+    "nbgrader autograde": measure_autograde,
+    "grade-class --nbgrader": measure_fast_path,
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--students", type=int, default=50)
     parser.add_argument("--assignment", default="micrograd", choices=("micrograd", "needle"))
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="for the fast path")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         course, env = prepare(Path(tmp), args.assignment, args.students)
+        env["BENCH_JOBS"] = str(args.jobs)
+        seconds, scores = {}, {}
         for name, measure in FIGURES.items():
-            seconds = measure(course, env, args.assignment)
+            fresh_gradebook(course, env, args.assignment)
+            seconds[name] = measure(course, env, args.assignment)
+            rows = export(course, env, f"{name.split()[0]}.csv")
+            scores[name] = {
+                (r["student_id"], r["assignment"]): (r["raw_score"], r["timestamp"]) for r in rows
+            }
             print(
-                f"{name}: {args.students} {args.assignment} submissions in {seconds:.1f} s, "
-                f"{seconds / args.students:.2f} s per submission"
+                f"{name}: {args.students} {args.assignment} submissions in {seconds[name]:.1f} s, "
+                f"{seconds[name] / args.students:.2f} s per submission"
             )
+        (slow, fast) = FIGURES
+        print(f"the fast path is {seconds[slow] / seconds[fast]:.1f}x faster than {slow}")
+        agree = scores[slow] == scores[fast] and len(scores[fast]) == args.students
+        print(f"every exported score and timestamp agrees: {'yes' if agree else 'NO'}")
+        if not agree:
+            for key in sorted(set(scores[slow]) | set(scores[fast])):
+                if scores[slow].get(key) != scores[fast].get(key):
+                    print(f"  {key}: {slow} {scores[slow].get(key)}, {fast} {scores[fast].get(key)}")
     return 0
 
 

@@ -1,12 +1,14 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--scope FILE]
-          [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
+          [--scope FILE] [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
+release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
+check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
 demo                                                     grade the bundled examples
 grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
                                                          grade a class into a gradebook (grader.classgrade)
@@ -16,6 +18,7 @@ merge OUT SHARD.db...                                    combine shard gradebook
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import signal
 import sys
@@ -53,9 +56,11 @@ def writable(path: str, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{option} {path}: is a directory")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer creates the missing folders: they go here
     if not parent.is_dir():
-        raise UserError(f"{option} {path}: the directory {parent} does not exist")
+        raise UserError(f"{option} {path}: {parent} is not a directory")
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"{option} {path}: not writable")
     try:  # as the writer will: a temporary file beside it, renamed
@@ -109,27 +114,37 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for option, path in (("--results", args.results), ("--feedback", args.feedback)):
         if path:
             writable(path, option)
+    if args.pages:  # the directory may not exist yet: its nearest existing parent must take it
+        pages = Path(args.pages)
+        if pages.exists() and not pages.is_dir():
+            raise UserError(f"--pages {args.pages}: not a directory")
+        existing = next(p for p in (pages, *pages.parents) if p.exists())
+        writable(str(existing / "index.html"), "--pages")
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     suites = suites_dir(args.suites, args.suite)
+    patterns = list(args.only_cases or ())
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
         suites_dir=suites,
         sandbox=not args.in_process,
         limits=limits,
+        keep=(lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)) if patterns else None,
         visibility=args.hidden_visibility,
         user=args.user,
         scopes=scopes_of(args.scope, suites),
     )
-    if not select_cases(submission, request, oracle):
-        raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
+        if not select_cases(submission, request, oracle):
+            raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
         report = grade_submission(args.submission, request, oracle)
+    except UserError:
+        raise
     except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
         print(f"grader: {exc}", file=sys.stderr)
         return 2
-    except Exception:  # the grader's own failure, not the submission's
+    except Exception:  # the grader's own failure (or its suites'), not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
@@ -139,6 +154,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
             write_json(gradescope(report), args.results)
         if args.feedback:
             write_text(markdown(report, Audience.STUDENT), args.feedback)
+        if args.pages:
+            from grader.report.html import write_pages
+
+            name = submission.resolve().name or "submission"
+            write_pages({name: report}, Path(args.pages), args.hidden_visibility)
     except OSError as exc:  # checked before grading; the disk may still fill up
         raise UserError(f"writing the results failed: {exc}") from None
     return 0
@@ -177,6 +197,25 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    """Exit 0 with a clean bundle in OUT; 1 when the bundle would leak (nothing written); 2
+    when it cannot be made as asked."""
+    from grader.authoring.release import ReleaseError, release
+
+    try:
+        made = release(Path(args.out), assignments=args.assignment, scopes=args.scope or [])
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if made.leaks:
+        for leak in made.leaks:
+            print(leak, file=sys.stderr)
+        print(f"release failed: {len(made.leaks)} leaks (listed above); nothing was written", file=sys.stderr)
+        return 1
+    print(f"wrote {made.out}: {len(made.files)} files, {made.size / 1024:.0f} KiB, no leak found")
+    return 0
+
+
 def cmd_gradescope(args: argparse.Namespace) -> int:
     from grader.authoring.gradescope_zip import BuildError, Settings, build
 
@@ -209,6 +248,57 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
 
 
+def mutant_count(text: str) -> int | None:
+    """`--mutants`: a number of mutants to grade, or `all` (None)."""
+    if text == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of mutants, or all") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count}: a number of mutants cannot be negative")
+    return count
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Exit 1 when a check fails, 0 when all pass."""
+    from rich.console import Console
+
+    from grader.authoring.check import Options, run, table
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: at least one process is needed")
+    suites = suites_dir(args.suites, "all")
+    reference = Path(args.reference)
+    names = tuple(args.assignment or NAMES)
+    absent = [name for name in names if not (reference / name).is_dir()]
+    if absent:
+        raise UserError(f"{reference} has no {', '.join(absent)}/: point --reference at the solutions")
+    options = Options(
+        repo=REPO,
+        reference=reference,
+        template=Path(args.template),
+        suites=suites,
+        course=Path(args.course),
+        assignments=names,
+        mutants=args.mutants,
+        jobs=args.jobs,
+        seed=args.seed,
+        oracle=Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir())),
+    )
+    errors = Console(stderr=True)
+    console = Console(width=max(Console().width, 150))  # the details are long; a pipe gets 80 columns
+    with errors.status("checking") as status:
+        rows = run(options, say=lambda text: status.update(text))
+    console.print(table(rows))
+    failed = [row.name for row in rows if not row.ok]
+    console.print(
+        f"{len(failed)} of {len(rows)} checks failed" if failed else f"all {len(rows)} checks passed"
+    )
+    return 1 if failed else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -238,7 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
+    p.add_argument(
+        "--pages",
+        metavar="DIR",
+        help="write HTML feedback here: students/<name>.html for the student, index.html for you",
+    )
     p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
+    p.add_argument(
+        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
+    )
     defaults = Limits()
     p.add_argument(
         "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"
@@ -292,6 +390,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_notebooks)
 
+    p = sub.add_parser("release", help="write the student bundle, checked for leaks")
+    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.add_argument(
+        "--scope",
+        metavar="FILE",
+        action="append",
+        help="grade the assignments it covers as it says (repeatable)",
+    )
+    p.set_defaults(func=cmd_release)
     from grader.authoring.gradescope_zip import USER, Settings
 
     zipped = Settings()
@@ -324,6 +432,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the autograder's root (default $GRADER_AUTOGRADER_ROOT or /autograder)")
     p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
     p.set_defaults(func=cmd_autograde)
+
+    p = sub.add_parser("check", help="verify an assignment before release; exit 1 if a check fails")
+    p.add_argument("--assignment", action="append", choices=NAMES, help="check only this (repeatable)")
+    p.add_argument(
+        "--mutants",
+        type=mutant_count,
+        default=None,
+        metavar="N|all",
+        help="how many mutants of the reference to grade (default all)",
+    )
+    p.add_argument("--jobs", type=int, default=2, help="mutants graded at once (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="the mutants' order (default %(default)s)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
+    p.add_argument("--reference", default=str(REPO / "reference"), help=argparse.SUPPRESS)
+    p.add_argument("--template", default=str(REPO / "student_template"), help=argparse.SUPPRESS)
+    p.add_argument("--course", default=str(REPO / "assignments"), help=argparse.SUPPRESS)
+    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)

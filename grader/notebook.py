@@ -195,7 +195,7 @@ class Runner:
     def __init__(self, oracle: Oracle | None = None, limits: Limits | None = None) -> None:
         self.oracle = oracle or Oracle(default_cache_dir())
         self.limits = limits or Limits()
-        self.prepared: set[tuple[str, str]] = set()
+        self.prepared: set[tuple[str, str, Path]] = set()
         self.hangs: dict[str, int] = {}
 
     def timeout(self, case: Case) -> float:
@@ -207,7 +207,7 @@ class Runner:
         return seconds
 
     def expected(self, case: Case, root: Path) -> Run:
-        key = (case.assignment, case.suite)
+        key = (case.assignment, case.suite, Path(root))  # $GRADER_SUITES may name another root
         if key not in self.prepared:
             self.prepared.add(key)
             self.oracle.prepare(collect(root, [case.assignment], (case.suite,)), root)

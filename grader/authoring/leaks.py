@@ -7,6 +7,10 @@ test, `grader release` and `grader check` all use it, so "shippable" means one t
 - A solution line is a line of a `### BEGIN SOLUTION` region of reference/ at least
   MIN_LINE characters long that the same file has nowhere outside its regions: short lines
   (`return out`) and comments occur everywhere and prove nothing.
+- A kit path is the checkout's absolute path in any file (a generated file that says
+  where it came from points at `reference/` and the hidden suites); `forbidden_files`
+  adds what must not ship by its name: a `reference`, `hidden` or `harness` directory
+  (the solutions, the hidden suites, the bug banks), bytecode, an oracle cache file.
 - A hidden name is a hidden case's name or its module's (`test_hidden_<topic>`): the
   hidden suites' names all start with `hidden_`, so they are distinctive. A hidden source
   is any line of a hidden suite file at least MIN_LINE characters long that no public
@@ -15,6 +19,7 @@ test, `grader release` and `grader check` all use it, so "shippable" means one t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,12 +49,14 @@ class Secrets:
     solution: set[str] = field(default_factory=set)
     hidden_names: set[str] = field(default_factory=set)
     hidden_source: set[str] = field(default_factory=set)
+    #: absolute paths of the kit's checkout, each ending in "/"
+    paths: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
 class Leak:
     path: str
-    kind: str  # "solution line", "hidden case name", "hidden source"
+    kind: str  # "solution line", "hidden case name", "hidden source", "kit path", "forbidden file"
     text: str
 
     def __str__(self) -> str:
@@ -60,8 +67,14 @@ def _long_lines(text: str) -> set[str]:
     return {s for line in text.splitlines() if len(s := line.strip()) >= MIN_LINE and not s.startswith("#")}
 
 
+#: directories that never ship, wherever they are: solutions, hidden suites, the harness
+FORBIDDEN_DIRS = ("reference", "hidden", "harness", "__pycache__")
+#: an oracle cache file (`grader.verdict.oracle`): expected values, hidden ones too
+ORACLE_CACHE = re.compile(r"^[a-z_]+-(public|hidden)-[0-9a-f]{24}\.json$")
+
+
 def secrets(reference: Path, suites: Path) -> Secrets:
-    found = Secrets()
+    found = Secrets(paths={str(reference.resolve().parent).rstrip("/") + "/"})
     for path in sorted(reference.rglob("*.py")):
         found.solution |= {line for line in solution_lines(path.read_text()) if len(line) >= MIN_LINE}
     public: set[str] = set()
@@ -90,7 +103,23 @@ def scan(root: Path, found: Secrets) -> list[Leak]:
                 leaks.append(Leak(rel, "hidden case name", name))
         if path.suffix not in TEXT_SUFFIXES:
             continue
+        leaks += [Leak(rel, "kit path", kit) for kit in sorted(found.paths) if kit in text]
         lines = {line.strip() for line in text.splitlines()}
         leaks += [Leak(rel, "solution line", line) for line in sorted(found.solution & lines)]
         leaks += [Leak(rel, "hidden source", line) for line in sorted(found.hidden_source & lines)]
+    return leaks
+
+
+def forbidden_files(root: Path) -> list[Leak]:
+    """Files under `root` that must not ship, whatever they hold, by their names."""
+    leaks: list[Leak] = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_dir():
+            if rel.name in FORBIDDEN_DIRS:
+                leaks.append(Leak(rel.as_posix(), "forbidden file", f"a {rel.name}/ directory"))
+        elif path.suffix in (".pyc", ".pyo"):
+            leaks.append(Leak(rel.as_posix(), "forbidden file", "bytecode"))
+        elif ORACLE_CACHE.match(path.name):
+            leaks.append(Leak(rel.as_posix(), "forbidden file", "an oracle cache"))
     return leaks

@@ -96,7 +96,10 @@ def write_class_grades(course: str | Path, assignment: str, scores: dict[str, di
             notebook = nbformat.read(str(submitted / f"{assignment}.ipynb"), as_version=4)
             present = set(_cells_by_id(notebook))
             gb.update_or_create_student(student)
-            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+            # nbgrader builds a new submission's notebooks and grades while its queries run;
+            # with autoflush on, SQLAlchemy flushes the half-built objects and warns (SAWarning)
+            with gb.db.no_autoflush:
+                gb.update_or_create_submission(assignment, student, timestamp=timestamp)
             for grade_id, points in cells.items():
                 grade = gb.find_grade(grade_id, assignment, assignment, student)
                 grade.auto_score = points if grade_id in present else 0.0

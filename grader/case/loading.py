@@ -38,7 +38,10 @@ from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, plac
 #: how many folders down a package is looked for
 MAX_DEPTH = 4
 #: folders never searched: tools' and operating systems' debris, environments, copies
+#: and `grader`: a student's repository made by `grader release` holds the grader's own package,
+#: whose assignments/ folders are named like the packages a student writes
 SKIPPED = {"__pycache__", "__MACOSX", "node_modules", "site-packages", "venv", "env", "build", "dist"}
+SKIPPED.add("grader")
 #: how many absent third-party modules get a stand-in before the import is given up
 MAX_ABSENT = 8
 

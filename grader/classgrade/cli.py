@@ -10,23 +10,25 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
 from grader.assignments import NAMES
 from grader.case.define import Case
 from grader.classgrade.layout import Submission
-from grader.pipeline import SUITES_DIR, Request, choose_assignments, select_cases
+from grader.cli import UserError, check_limits, scopes_of, suites_dir
+from grader.pipeline import Request, choose_assignments, select_cases
 from grader.report.model import VISIBILITIES
 from grader.sandbox import Limits
-from grader.scope import ScopeError, resolve
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 
-class UsageError(ValueError):
-    """The user's mistake: one line on stderr, exit status 2."""
+class UsageError(UserError):
+    """The user's mistake: one line on stderr, exit status 2 (said by `grader.cli.main`)."""
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -56,14 +58,6 @@ def case_chooser(request: Request, oracle: Oracle | None = None) -> Callable[[Su
 
 
 def cmd_grade_class(args: argparse.Namespace) -> int:
-    try:
-        return _grade_class(args)
-    except UsageError as exc:
-        print(f"grader: {exc}", file=sys.stderr)
-        return 2
-
-
-def _grade_class(args: argparse.Namespace) -> int:
     from grader.classgrade.engine import GRACE, LocalBackend, grade_class
     from grader.classgrade.exports import export_all
     from grader.classgrade.gradebook import Gradebook
@@ -83,16 +77,13 @@ def _grade_class(args: argparse.Namespace) -> int:
     elif args.nbgrader_assignment:
         raise UsageError("an ASSIGNMENT after ROOT is only for --nbgrader")
     out = Path(args.out) if args.out else (root / "classgrade" if args.nbgrader else Path("class-grades"))
-    limits = Limits(timeout=args.timeout, budget=args.budget, memory=args.memory)
+    limits = check_limits(args.timeout, args.budget, args.memory)
     keep = None
     if args.only_cases:
         patterns = list(args.only_cases)
         keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
-    suites = Path(args.suites)
-    try:
-        scopes = resolve(args.scope or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
-    except ScopeError as exc:
-        raise UsageError(str(exc)) from None
+    suites = suites_dir(args.suites, args.suite)
+    scopes = scopes_of(args.scope, suites)  # a bad file: one line, exit 2
     request = Request(
         suite=args.suite,
         only=only,
@@ -137,17 +128,20 @@ def _grade_class(args: argparse.Namespace) -> int:
             shard=shard,
             on_start=progress.on_start,
             on_done=progress.on_done,
+            user=args.user,
         )
     seconds = time.perf_counter() - started
     with Gradebook(gradebook) as book:
-        progress.console.print(summary(book, run, seconds, jobs))
-        written = export_all(book, out)
+        Console().print(summary(book, run, seconds, jobs))
+        written = export_all(book, out, args.hidden_visibility)
         if args.nbgrader:
             from grader.classgrade.nbgrader import write_course_grades
 
             count = write_course_grades(root, args.nbgrader_assignment, book)
-            progress.console.print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
-    progress.console.print(f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/")
+            Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
+    Console().print(
+        f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}"
+    )
     return 0
 
 
@@ -156,9 +150,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     try:
         students, rows = merge(args.out, args.shards)
-    except FileNotFoundError as exc:
-        print(f"grader: {exc}", file=sys.stderr)
-        return 2
+    except (FileNotFoundError, sqlite3.DatabaseError) as exc:
+        raise UsageError(str(exc)) from None
     print(f"{args.out}: {students} students, {rows} case results")
     return 0
 
@@ -189,7 +182,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker")
     p.add_argument("--cache-dir", metavar="DIR", help="oracle cache")
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--user", help="run the sandbox's workers as this unprivileged user (the grader must be root)"
+    )
     p.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES)
     p.add_argument("--scope", metavar="FILE", action="append", help="a scope file (TOML; see README, Scope)")
     p.set_defaults(func=cmd_grade_class)

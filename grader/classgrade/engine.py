@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from grader import intake
 from grader.case.define import Case
 from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.hashing import cases_key, files_hash
 from grader.classgrade.layout import Submission
 from grader.classgrade.pool import Finished, ForkPool
 from grader.classgrade.runner import CaseRef, Job, Outcome, default_secrets, report_for, sandbox_runs
-from grader.pipeline import yardstick
+from grader.pipeline import refused, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
@@ -77,6 +79,7 @@ def grade_class(
     shard: tuple[int, int] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_done: Callable[[str, Report], None] | None = None,
+    user: str | None = None,
 ) -> ClassRun:
     """Grade every submission not in the gradebook as it is now; see the module's docstring.
     `cases` is one list for all, or a function of the submission (e.g. its assignments)."""
@@ -99,29 +102,44 @@ def grade_class(
             todo.append((sub, digest, key))
     if on_start:
         on_start(len(todo), len(result.skipped))
-    by_student = {sub.student: (sub, digest, key) for sub, digest, key in todo}
     secrets = default_secrets(oracle)
-    jobs = [
-        Job(
-            sub.student,
-            Path(sub.path),
-            tuple(CaseRef.of(c) for c in case_lists[sub.student]),
-            yardstick(case_lists[sub.student], oracle),
-            limits,
-            secrets,
-        )
-        for sub, _, _ in todo
-    ]
-    for finished in backend.run(jobs):
-        sub, digest, key = by_student[finished.key]
-        outcome: Outcome | None = finished.value
-        report = report_for(sub.path, case_lists[sub.student], oracle, outcome, visibility, finished.fault)
-        report.seconds = finished.seconds
-        state = "graded" if finished.fault is None else "error"
-        book.record(sub.student, report, digest, key, state, sub.timestamp)
-        result.graded[sub.student] = report
-        if finished.fault is not None:
-            result.failed[sub.student] = finished.fault
-        if on_done:
-            on_done(sub.student, report)
+    with ExitStack() as stack:
+        by_student, jobs = {}, []
+        for sub, digest, key in todo:
+            try:
+                directory = intake.prepare(Path(sub.path), stack)  # a student's zip, unpacked safely
+            except intake.IntakeError as exc:
+                report = refused(sub.path, case_lists[sub.student], str(exc), visibility)
+                _finish(book, result, sub, report, digest, key, None, on_done)
+                continue
+            by_student[sub.student] = (sub, directory, digest, key)
+            group = case_lists[sub.student]
+            refs = tuple(CaseRef.of(c) for c in group)
+            jobs.append(Job(sub.student, directory, refs, yardstick(group, oracle), limits, secrets, user))
+        for finished in backend.run(jobs):
+            sub, directory, digest, key = by_student[finished.key]
+            outcome: Outcome | None = finished.value
+            group = case_lists[sub.student]
+            report = report_for(directory, group, oracle, outcome, visibility, finished.fault)
+            report.submission, report.seconds = str(sub.path), finished.seconds
+            _finish(book, result, sub, report, digest, key, finished.fault, on_done)
     return result
+
+
+def _finish(
+    book: Gradebook,
+    result: ClassRun,
+    sub: Submission,
+    report: Report,
+    digest: str,
+    key: str,
+    fault: str | None,
+    on_done: Callable[[str, Report], None] | None,
+) -> None:
+    """Record one submission (one transaction) and tell the progress bar."""
+    book.record(sub.student, report, digest, key, "graded" if fault is None else "error", sub.timestamp)
+    result.graded[sub.student] = report
+    if fault is not None:
+        result.failed[sub.student] = fault
+    if on_done:
+        on_done(sub.student, report)

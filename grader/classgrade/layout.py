@@ -1,12 +1,12 @@
 """Which submissions a class root holds, one per student.
 
 Accepted layouts (`discover`):
-- one directory per student: `ROOT/<student>/micrograd/...` (the packages may sit a few
-  levels down, e.g. `ROOT/<student>/hw1/micrograd/`);
+- one directory per student, `ROOT/<student>/`, graded as `grader grade` grades it (the
+  packages found where they are, a student's own zip unpacked: `grader.intake`);
 - nbgrader's `ROOT/submitted/<student>/<assignment>/`, holding the package's files or the
   assignment's notebook (its code is extracted as the fast path does);
-- a zip as a learning management system exports it: one folder or one zip per student.
-  Zips are unpacked with no path escapes, no links, and limits on size and count.
+- a zip as a learning management system exports it: one folder or one zip per student,
+  unpacked by `grader.intake` (no path escapes, no links, limits on size and count).
 
 A student's id is the folder's (or inner zip's) name. Something that is no submission at
 all is still listed, so that it scores zero with a reason rather than vanishing.
@@ -15,18 +15,13 @@ all is still listed, so that it scores zero with a reason rather than vanishing.
 from __future__ import annotations
 
 import shutil
-import stat
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from grader import intake
 from grader.assignments import NAMES
-
-#: what one zip may unpack to, in all
-MAX_BYTES = 256 << 20
-MAX_FILES = 20_000
-#: how deep below a student's folder the packages may sit
-MAX_DEPTH = 3
+from grader.case.loading import present_packages
 
 
 class LayoutError(ValueError):
@@ -40,61 +35,6 @@ class Submission:
     student: str
     path: Path
     timestamp: str | None = None  # when it was handed in, if the layout says (nbgrader's timestamp.txt)
-
-
-def safe_extract(archive: Path, dest: Path) -> None:
-    """Unpack `archive` under `dest`: regular files and folders only, every path inside
-    `dest`, at most MAX_FILES files and MAX_BYTES bytes (a zip bomb stops early)."""
-    try:
-        zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise LayoutError(f"{archive.name} is not a readable zip: {exc}") from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > MAX_FILES:
-            raise LayoutError(f"{archive.name} holds {len(infos)} files (the limit is {MAX_FILES})")
-        total = 0
-        dest.mkdir(parents=True, exist_ok=True)
-        for info in infos:
-            name = PurePosixPath(info.filename.replace("\\", "/"))
-            if name.is_absolute() or ".." in name.parts or not name.parts:
-                raise LayoutError(f"{archive.name}: {info.filename!r} points outside the archive")
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                continue  # a link could point anywhere: never unpacked
-            if any(part == "__MACOSX" for part in name.parts):
-                continue
-            target = dest.joinpath(*name.parts)
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            total += info.file_size
-            if total > MAX_BYTES:
-                raise LayoutError(f"{archive.name} unpacks to more than {MAX_BYTES >> 20} MiB")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            written = 0
-            with zf.open(info) as src, target.open("wb") as out:
-                while chunk := src.read(1 << 20):
-                    written += len(chunk)
-                    if written > info.file_size or total - info.file_size + written > MAX_BYTES:
-                        raise LayoutError(f"{archive.name}: {info.filename!r} is larger than it says")
-                    out.write(chunk)
-
-
-def package_root(folder: Path, depth: int = MAX_DEPTH) -> Path:
-    """The shallowest directory at or below `folder` holding an assignment's package;
-    `folder` itself when there is none (it then scores zero, saying what is missing)."""
-    level = [folder]
-    for _ in range(depth + 1):
-        for candidate in level:
-            if any((candidate / name).is_dir() for name in NAMES):
-                return candidate
-        level = (
-            sorted(d for parent in level for d in parent.iterdir() if d.is_dir() and not d.is_symlink())
-            if level
-            else []
-        )
-    return folder
 
 
 def _stamp(folder: Path) -> str | None:
@@ -133,23 +73,22 @@ def from_nbgrader(root: Path, work: Path, only: tuple[str, ...] | None = None) -
 
 
 def _unpack_students(archive: Path, work: Path) -> Path:
-    """An LMS zip unpacked to `work/unpacked/`, each student's inner zip to a folder."""
+    """An LMS zip unpacked to `work/unpacked/`: each student a folder (or a zip, unpacked
+    when graded)."""
     out = work / "unpacked"
     if out.exists():
         shutil.rmtree(out)
-    safe_extract(archive, out)
+    try:
+        intake.unpack(archive, out)
+    except intake.IntakeError as exc:
+        raise LayoutError(str(exc)) from None
     entries = [p for p in out.iterdir() if p.name != "__MACOSX"]
-    if len(entries) == 1 and entries[0].is_dir() and not any((entries[0] / name).is_dir() for name in NAMES):
+    if len(entries) == 1 and entries[0].is_dir() and not present_packages(entries[0]):
         out = entries[0]  # the zip wraps the class in one folder
-    for inner in sorted(out.glob("*.zip")):
-        safe_extract(inner, out / inner.stem)
-        inner.unlink()
-    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
-        zips = list(folder.glob("*.zip"))
-        root = package_root(folder)
-        if len(zips) == 1 and not any((root / name).is_dir() for name in NAMES):
-            safe_extract(zips[0], folder)
-            zips[0].unlink()
+    for inner in sorted(out.glob("*.zip")):  # a student's zip: a folder of its own, named after it
+        folder = out / inner.stem
+        folder.mkdir(exist_ok=True)
+        inner.rename(folder / inner.name)
     return out
 
 
@@ -168,4 +107,4 @@ def discover(root: str | Path, work: Path, only: tuple[str, ...] | None = None) 
     students = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
     if not students:
         raise LayoutError(f"{root} holds no student folders (expected ROOT/<student>/micrograd/ ...)")
-    return [Submission(p.name, package_root(p), _stamp(p)) for p in students]
+    return [Submission(p.name, p, _stamp(p)) for p in students]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from grader.case.define import Case
 from grader.case.run import Run
-from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, grade
+from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, grade, missing_assignments
 from grader.report.model import Report
 from grader.sandbox import Limits
 from grader.verdict.integrity import Finding
@@ -48,6 +48,7 @@ class Job:
     yardstick: dict[str, float]
     limits: Limits
     secrets: tuple[Path, ...] = ()
+    user: str | None = None  # run the sandbox's workers as this user (the grader must be root)
 
 
 @dataclass
@@ -60,13 +61,14 @@ class Outcome:
 
 
 def sandbox_runs(job: Job) -> Outcome:
-    """Run the job's cases on its submission in the sandbox (an autodiff library is caught
-    where it is called, or seen loaded in the worker, as `grade` does)."""
+    """Run the job's cases on its submission in the sandbox (but an assignment the
+    submission lacks, as `grade` does: its cases score zero without running)."""
     directory = Path(job.path)
-    todo = list(job.cases)
+    missing = missing_assignments(directory, sorted({c.assignment for c in job.cases}))
+    todo = [c for c in job.cases if c.assignment not in missing]
     if not todo:
         return Outcome({}, {}, [])
-    runner = SandboxRunner(job.limits, list(job.secrets))
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
@@ -83,7 +85,7 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
             target.write_bytes(data)
         root.mkdir(exist_ok=True)
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
-        local = Job(job.student, root, cases, job.yardstick, job.limits, default_secrets())
+        local = Job(job.student, root, cases, job.yardstick, job.limits, default_secrets(), job.user)
         return sandbox_runs(local)
 
 

@@ -4,5 +4,6 @@ model.py       Report, CaseResult, Status; who sees what (`view`, by audience an
 terminal.py    the rich table, the failures, the score line; the pytest score table
 markdown.py    feedback.md
 gradescope.py  Gradescope's results.json
+html.py        feedback pages (one per student) and the class dashboard, self-contained HTML
 draw.py        the expression graph as a picture, with the wrong node highlighted
 """

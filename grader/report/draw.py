@@ -170,6 +170,9 @@ def _summary(arr) -> str:
 
 def _fields(node: object) -> tuple[str, str, str]:
     """(label, data, grad) as plain text."""
+    given = getattr(node, "draw_fields", None)
+    if given is not None:  # a recorded node (`draw_graph`) already knows what to say
+        return given
     label = str(getattr(node, "label", "") or "")
     if hasattr(node, "_prev"):  # micrograd: scalars
         return (
@@ -224,6 +227,7 @@ def draw_dot(
 ) -> Graph:
     """The graph that `root` was computed from, as a `Graph` (DOT source, render, Jupyter SVG).
 
+    `root` may also be a list of outputs (a case that returns several), drawn as one graph.
     `highlight`: a node, or a collection of nodes, drawn in red (diagnostics use it to point
     at the wrong node). At most `max_nodes` values are drawn, those nearest the output.
     """
@@ -234,11 +238,14 @@ def draw_dot(
     marked = _highlight_ids(highlight)
 
     # Breadth-first from the output; every value is counted, the first max_nodes are drawn.
-    ids: dict[int, str] = {id(root): "n0"}
-    drawn = [root]
-    seen = {id(root)}
-    queue = deque([root])
-    total = 1
+    roots = list(root) if isinstance(root, list) else [root]
+    if not roots:
+        raise ValueError("nothing to draw: no root")
+    drawn = list({id(r): r for r in roots}.values())[:max_nodes]
+    ids: dict[int, str] = {id(node): f"n{k}" for k, node in enumerate(drawn)}
+    seen = set(ids)
+    queue = deque(drawn)
+    total = len(drawn)
     while queue:
         node = queue.popleft()
         for child in _children(node):
@@ -299,3 +306,49 @@ def draw_dot(
         )
         dot.node("truncated", note, shape="note", style="filled", fillcolor="#fff3c4", fontsize="10")
     return Graph(dot, nodes=len(drawn), total=total)
+
+
+# ---- a graph recorded as plain data (a report's `CaseResult.graph`) ----
+
+
+class _Recorded:
+    """A node of a recorded graph, shaped like a micrograd Value for `draw_dot`."""
+
+    def __init__(self, label: str, op: str, fields: tuple[str, str, str]) -> None:
+        self.label = label
+        self._op = op
+        self._prev: list[_Recorded] = []
+        self.draw_fields = fields
+
+
+def _recorded_fields(node: dict) -> tuple[str, str, str]:
+    value = f"value {node['value']}"
+    if "got_value" in node:
+        value += f" (got {node['got_value']})"
+    grad = f"grad {node['grad']}"
+    if "got_grad" in node:
+        grad += f" (got {node['got_grad']})"
+    return str(node["name"]), _short(value, 100), _short(grad, 100)
+
+
+def draw_graph(graph: dict, rankdir: str = "TB") -> Graph:
+    """Draw a report's recorded graph (`grader.verdict.graph.case_graph`): PyTorch's value
+    and gradient on each node, the submission's where they differ, the wrong node in red."""
+    nodes = {n["id"]: _Recorded(str(n["name"]), str(n["op"]), _recorded_fields(n)) for n in graph["nodes"]}
+    used: set[int] = set()
+    for n in graph["nodes"]:
+        node = nodes[n["id"]]
+        node._prev = [nodes[i] for i in n["inputs"] if i in nodes]
+        used.update(n["inputs"])
+        node._prev += [_Recorded(c, "", (c, "constant", "")) for c in n["constants"]]
+        if n["not_drawn"]:
+            label = f"… {n['not_drawn']} more"
+            node._prev.append(_Recorded(label, "", (label, "not drawn", "")))
+    roots = [nodes[i] for i in nodes if i not in used]
+    shown = draw_dot(
+        roots, highlight=nodes.get(graph["wrong"]), rankdir=rankdir, max_nodes=10 * len(nodes) + 1
+    )
+    if graph["total"] > len(nodes):
+        note = f"drew {len(nodes)} of the case's {graph['total']} nodes: those nearest the wrong one"
+        shown.dot.node("excerpt", note, shape="note", style="filled", fillcolor="#fff3c4", fontsize="10")
+    return shown

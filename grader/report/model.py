@@ -16,7 +16,7 @@ cases in full, and hidden cases only as their visibility allows (Gradescope's wo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -54,6 +54,12 @@ class CaseResult:
     #: what a not-graded case needs that the submission does not have
     missing: list[str] = field(default_factory=list)
     seconds: float = 0.0  # how long the case ran on the submission
+    #: the ops the case exercises (the oracle's tape: the same for every submission)
+    ops: list[str] = field(default_factory=list)
+    #: the op rule (or "backward") a failure is laid at, "" when not one op
+    blame: str = ""
+    #: the expression around the wrong node, as plain data (`verdict.graph`), for pictures
+    graph: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -179,3 +185,12 @@ def view(report: Report, audience: Audience) -> View:
         sum(r.points for r in counted),
         sum(r.max_points for r in counted),
     )
+
+
+def with_hidden_visibility(report: Report, visibility: str) -> Report:
+    """The same report with every hidden case at `visibility` (how the course publishes
+    them now), for renderings asked for a visibility other than the one graded with."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    results = [replace(r, visibility=visibility) if r.hidden else r for r in report.results]
+    return replace(report, results=results)

@@ -5,16 +5,13 @@ and no hidden case's name or source."""
 from __future__ import annotations
 
 import ast
-import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from grader.assignments import NAMES
 from grader.authoring.leaks import Secrets, scan, secrets
+from grader.authoring.wheel import build_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 GRADER = REPO / "grader"
@@ -69,35 +66,8 @@ def known() -> Secrets:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The package as `pip install` would install it, unpacked."""
-    out = tmp_path_factory.mktemp("wheel")
-    build = tmp_path_factory.mktemp("build-src")
-    shutil.copytree(
-        REPO, build / "src", ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__")
-    )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            ".",
-        ],
-        cwd=build / "src",
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    (wheel,) = out.glob("grader-*.whl")
-    unpacked = out / "unpacked"
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(unpacked)
-    return unpacked
+    """The package as `pip install` would install it, unpacked (as `grader check` builds it)."""
+    return build_wheel(REPO, tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_no_solution_and_no_hidden_case(wheel, known):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import sys
-from pathlib import Path
+import warnings
 
 import pytest
 
@@ -20,9 +21,8 @@ from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
 from tests.harness.grading import grade
 
 pytest.importorskip("nbgrader")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nbgrader_course import (  # noqa: E402
+from tests.harness.nbgrader_course import (  # noqa: E402 (needs nbgrader)
     REPO,
     cell_points,
     edit,
@@ -40,6 +40,15 @@ HANG = (
     "            pass\n"
     "        self.grad = 1.0\n"
 )
+#: loops forever on deep graphs after stopping every interval timer, the case time limit's
+#: too: only nbgrader's cell timeout (an interrupt) ends it
+STUCK = (
+    "        while len(topo) > 500:  # stuck on deep graphs\n"
+    "            __import__('signal').setitimer(__import__('signal').ITIMER_REAL, 0)\n"
+    "        self.grad = 1.0\n"
+)
+#: nbgrader's cell timeout for the stuck submission: far above any cell's honest run
+CELL_TIMEOUT = 30
 MUL = "other.grad += self.data * out.grad"
 WRONG = "other.grad += other.data * out.grad"
 
@@ -72,6 +81,12 @@ def course(tmp_path_factory):
     notebooks = {key: submit(course, *key, nb) for key, nb in submissions(course).items()}
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "autograde", assignment, "--force", env=env)
+    # graded alone, with a short cell timeout, so the hang costs CELL_TIMEOUT seconds
+    stuck = edit(filled(course, "micrograd"), "        self.grad = 1.0\n", STUCK)
+    notebooks["stuck", "micrograd"] = submit(course, "stuck", "micrograd", stuck)
+    timeout = f"--Execute.timeout={CELL_TIMEOUT}"
+    nbgrader(course, "autograde", "micrograd", "--student", "stuck", "--force", timeout, env=env)
+    for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_feedback", assignment, "--force", env=env)
     # the same code, out of the notebooks, graded as a directory
     reports = {}
@@ -103,10 +118,28 @@ def test_exported_scores_equal_the_graders(course):
 
 def test_each_cell_scores_its_topic(course):
     course, _, reports, _ = course
-    for student in ("buggy", "hang", "untouched"):
+    for student in ("buggy", "hang", "untouched", "stuck"):
         got = cell_points(course, "micrograd", student)
         assert got == pytest.approx(cell_scores(reports[student, "micrograd"].results, "micrograd"))
     assert cell_points(course, "micrograd", "hang")["test_deep"] == 0
+
+
+def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(course):
+    course, _, reports, _ = course
+    import nbformat
+
+    nb = nbformat.read(course / "autograded" / "stuck" / "micrograd" / "micrograd.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    ids = [c.metadata.nbgrader.grade_id for c in cells]
+    errors = {
+        c.metadata.nbgrader.grade_id: [o.ename for o in c.outputs if o.output_type == "error"] for c in cells
+    }
+    assert "CellTimeoutError" in errors["test_deep"]  # nbgrader's timeout stopped it, not the case's
+    assert not any(errors[grade_id] for grade_id in ids if grade_id != "test_deep")
+    points = cell_points(course, "micrograd", "stuck")
+    after = ids[ids.index("test_deep") + 1 :]
+    assert after and all(points[grade_id] > 0 for grade_id in after)  # the cells after it still graded
+    assert points == pytest.approx(cell_scores(reports["stuck", "micrograd"].results, "micrograd"))
 
 
 def test_failing_cells_show_the_graders_diagnostic_on_stdout(course):
@@ -138,7 +171,44 @@ def test_written_grades_export_like_autograde(course):
     shutil.rmtree(course / "autograded")
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
-    for (student, assignment), report in reports.items():
-        write_grades(course, assignment, student, cell_scores(report.results, assignment))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for (student, assignment), report in reports.items():
+            write_grades(course, assignment, student, cell_scores(report.results, assignment))
+    assert [w for w in caught if "SAWarning" in type(w.message).__name__] == []
     assert export(course, env, "written.csv") == rows
     assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
+
+
+def test_fast_path_exports_like_autograde(course):
+    """`grade-class --nbgrader`: the class engine grades the extracted code and writes nbgrader's
+    gradebook; `nbgrader export` then equals the export after `nbgrader autograde`."""
+
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    course, env, reports, rows = course
+    (course / "gradebook.db").unlink(missing_ok=True)  # also a half-made one
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+        # one at a time: the exports must agree to the point, and a starved worker can time out
+        command = [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade-class",
+            "--nbgrader",
+            str(course),
+            assignment,
+            "--jobs",
+            "1",
+        ]
+        done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert export(course, env, "fast.csv") == rows
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student, assignment in reports:
+            stamp = (course / "submitted" / student / assignment / "timestamp.txt").read_text().strip()
+            assert gb.find_submission(assignment, student).timestamp == parse_utc(stamp)
+            assert (course / "autograded" / student / assignment).is_dir()

@@ -1,12 +1,15 @@
 """The nbgrader course's source notebooks are generated: they must not drift."""
 
+import re
 from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
-from grader.notebook import topics
+from grader.notebook import SUITES_ENV, grade_topic, topics
+from grader.notebook import topic as find_topic
 
 REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
 
 
 def test_committed_notebooks_match_reference_and_suites():
@@ -45,3 +48,26 @@ def test_split_keeps_every_line_of_code():
     assert [line for line in rebuilt.splitlines() if line.strip()] == [
         line for line in text.splitlines() if line.strip()
     ]
+
+
+def notebook_namespace(engine: str) -> dict:
+    """What a notebook's cells leave behind: the engine's definitions in one namespace."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(engine, str(REPO / "reference" / "micrograd" / "engine.py"), "exec"), namespace)
+    return namespace
+
+
+def test_test_cells_read_the_suites_that_grader_suites_names(monkeypatch, capsys):
+    monkeypatch.setenv(SUITES_ENV, str(SMALL))
+    engine = (REPO / "reference" / "micrograd" / "engine.py").read_text()
+    ops = find_topic("micrograd", "ops", SMALL)
+    assert [c.id for c in ops.public] != [c.id for c in find_topic("micrograd", "ops", REPO / "tests").public]
+    assert grade_topic("micrograd", "ops", "public", notebook_namespace(engine)) == ops.points("public")
+    assert f"{len(ops.public)}/{len(ops.public)} cases" in capsys.readouterr().out
+    # tanh's rule wrong: the small suite's tanh cases fail, and say so
+    broken = engine.replace("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")
+    earned = grade_topic("micrograd", "ops", "public", notebook_namespace(broken))
+    printed = capsys.readouterr().out
+    failed = re.findall(r"^FAILED (\S+)", printed, re.M)
+    assert failed and all("tanh" in case_id for case_id in failed)
+    assert earned == ops.points("public") - sum(c.points for c in ops.public if c.id in failed)

@@ -47,27 +47,45 @@ def requires_grad(raw: Any) -> Quantity | None:
     return Quantity((1.0 if flag else 0.0,), ()) if isinstance(flag, bool) else None
 
 
+def _children(node: Any) -> list[Any]:
+    """A node's inputs, each once (by identity: a student's Value may not be hashable)."""
+    return list({id(c): c for c in getattr(node, "_prev", ()) or ()}.values())
+
+
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
     """The nodes an op created, between its output and its inputs, in topological order
     (`out` last). An op built from other ops (`tanh` as `(e - n) / (e + n)`) has several:
-    running only `out._backward` would leave its inputs without a gradient."""
+    running only `out._backward` would leave its inputs without a gradient.
+
+    Kahn's algorithm from the output: a node is placed once every node of the op that uses
+    it has been (this file reaches students, so it is not the depth-first order their own
+    `backward()` is asked to write)."""
     stop = {id(x) for x in inputs}
-    order: list[Any] = []
-    seen = {id(out)}
-    stack: list[tuple[Any, bool]] = [(out, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        stack.append((node, True))  # after its children: post-order
+    nodes = {id(out): out}
+    frontier = [out]
+    while frontier:
+        node = frontier.pop()
         for child in getattr(node, "_prev", ()) or ():
-            if id(child) not in stop and id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, False))
-        if len(seen) > MAX_OP_NODES:
+            if id(child) not in stop and id(child) not in nodes:
+                nodes[id(child)] = child
+                frontier.append(child)
+        if len(nodes) > MAX_OP_NODES:
             return [out]
-    return order
+    users = dict.fromkeys(nodes, 0)
+    for node in nodes.values():
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] += 1
+    ready, placed = [out], []
+    while ready:
+        node = ready.pop()
+        placed.append(node)
+        for child in _children(node):
+            if id(child) in users:
+                users[id(child)] -= 1
+                if users[id(child)] == 0:
+                    ready.append(child)
+    return placed[::-1]
 
 
 #: each module a case may need -> what it defines (found in the package itself when the
@@ -99,14 +117,15 @@ class OrderedChildren(set):
         return super().__iter__()
 
 
-def _tie_break(raw: Any) -> tuple[str, str]:
-    """How children that no case named are ordered: by op and value, never by address."""
-    return (str(getattr(raw, "_op", "")), repr(getattr(raw, "data", None)))
-
-
-def _order_key(raw: Any, known: dict[int, int]) -> tuple[int, int, str, str]:
+def _order_key(raw: Any, known: dict[int, int]) -> tuple:
+    """The case's nodes first, in the order it made them; then the engine's own nodes by op
+    and value (a float compared as a float, anything else by its repr), never by address."""
     index = known.get(id(raw))
-    return (0, index, "", "") if index is not None else (1, 0, *_tie_break(raw))
+    if index is not None:
+        return (0, index)
+    data = getattr(raw, "data", None)
+    value = (0, data) if type(data) is float else (1, repr(data))
+    return (1, str(getattr(raw, "_op", "")), value)
 
 
 def fix_visiting_order(root: Any, known: dict[int, int]) -> None:

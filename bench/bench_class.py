@@ -1,0 +1,96 @@
+"""How fast a class grades: `grade-class` against one `grade` command per submission.
+
+    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N]
+
+The class is the generated one of the tests (tests/harness/classroom.py: the reference, the
+template, both bug banks, the hostile submissions, the layouts). Prints, for each size, the
+wall time of `python -m grader grade-class ROOT --force` (all cores) and submissions per
+second per core; the time of grading the same submissions one `python -m grader grade`
+command at a time (measured on --alone of them, spread over the kinds, and scaled to the
+class); their ratio; and how the class time grows from the first size to the last (linear
+growth is the last size over the first). The oracle cache is warmed first, so neither side
+pays for PyTorch. `--lean` grades both sides on the test's lean selection of cases (two
+public cases per topic, no deep chain or random search), where per-submission start-up
+costs dominate; by default every case of both suites.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from timing import REPO, timed
+
+sys.path.insert(0, str(REPO))
+
+from tests.harness.classroom import make_class  # noqa: E402
+
+
+def lean_patterns() -> list[str]:
+    from collections import defaultdict
+
+    from grader.case.define import collect
+    from grader.pipeline import SUITES_DIR
+
+    taken: dict[tuple[str, str], int] = defaultdict(int)
+    ids = []
+    for case in collect(SUITES_DIR, ("micrograd", "needle"), ("public",)):
+        if case.topic not in ("deep", "random") and taken[case.assignment, case.topic] < 2:
+            taken[case.assignment, case.topic] += 1
+            ids.append(case.id.replace("[", "[[]"))  # a glob matching that id alone
+    return ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--alone", type=int, default=10, help="submissions graded one command at a time")
+    parser.add_argument("--lean", action="store_true", help="the tests' lean selection of cases")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+    selection = [arg for pattern in lean_patterns() for arg in ("--only-cases", pattern)] if args.lean else []
+    python = [sys.executable, "-m", "grader"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        largest = max(args.sizes)
+        students = make_class(tmp / "class", largest)
+        names = sorted(students)
+        timed([*python, "grade", str(tmp / "class" / names[0]), *selection], 1)  # warm the oracle cache
+        times = {}
+        for size in args.sizes:
+            root = tmp / f"class{size}"
+            root.mkdir()
+            for name in names[:size]:
+                (root / name).symlink_to(tmp / "class" / name)  # the same submissions, a subset
+            command = [*python, "grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
+            seconds, _ = timed([*command, "--jobs", str(args.jobs), *selection], 1)
+            times[size] = seconds
+            print(
+                f"grade-class, {size} submissions on {args.jobs} core(s): {seconds:.1f} s, "
+                f"{size / seconds:.2f} submissions/s, {size / seconds / args.jobs:.3f} per core"
+            )
+        step = max(1, largest // args.alone)
+        sample = names[::step][: args.alone]
+        started = time.perf_counter()
+        for name in sample:
+            timed([*python, "grade", str(tmp / "class" / name), *selection], 1)
+        alone = (time.perf_counter() - started) / len(sample)
+        print(f"one `grade` command at a time: {alone:.2f} s per submission (mean of {len(sample)})")
+        for size, seconds in times.items():
+            ratio = alone * size / seconds
+            print(f"  {size} submissions: {alone * size:.1f} s one at a time; grade-class is {ratio:.1f}x")
+        first, last = min(times), max(times)
+        if first != last:
+            print(
+                f"growth {first} -> {last} submissions: {times[last] / times[first]:.2f}x the time "
+                f"(linear: {last / first:.2f}x)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

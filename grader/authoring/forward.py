@@ -1,0 +1,136 @@
+"""Which cases are forward cases: those that run none of the code students write.
+
+"The untouched template scores only the forward points" needs the forward cases defined
+apart from the template, or a template that gives a gradient away would define its own
+answer. A case is a *forward case* when, run on the reference, it calls no function that
+holds a `### BEGIN SOLUTION` region (a gradient rule, `backward`, the topological sort).
+That is what the template can pass: everything else reaches a `raise NotImplementedError`.
+
+`ReachingRunner` grades the reference in this process like `InProcessRunner` and watches
+each case's calls with `sys.setprofile`: whether its own function called such a function,
+and which of the reference's functions its whole run called. The second tells `grader check`
+which cases a mutant can change at all: one in a function a case never calls cannot.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from grader.authoring.template import regions
+from grader.case.define import Case
+from grader.case.loading import SubmissionError
+from grader.case.run import Run
+from grader.pipeline import InProcessEngine, Runs
+
+
+def solution_functions(reference: Path, assignments: tuple[str, ...] | list[str]) -> set[tuple[str, int]]:
+    """(resolved file, first line) of every function whose body holds a solution region,
+    as a code object names itself (`co_filename`, `co_firstlineno`)."""
+    found: set[tuple[str, int]] = set()
+    for name in assignments:
+        for path in sorted((reference / name).rglob("*.py")):
+            text = path.read_text()
+            marked = [(r.start + 1, r.end + 1) for r in regions(text.splitlines(), str(path))]
+            if not marked:
+                continue
+            for node in ast.walk(ast.parse(text)):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                end = node.end_lineno or node.lineno
+                # the innermost function where a region starts (its END marker, a comment, lies
+                # past the function's last statement)
+                inner = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                own = [
+                    start
+                    for start, _ in marked
+                    if node.lineno < start <= end
+                    and not any(n.lineno < start <= (n.end_lineno or 0) for n in inner)
+                ]
+                if own:
+                    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                    found.add((str(path.resolve()), first))
+    return found
+
+
+Code = tuple[str, int]  # (co_filename, co_firstlineno): a function of the reference
+
+
+class ReachingRunner:
+    """The in-process engine, noting for each case whether its own function reached a
+    solution function, and every function of the reference the case's run called at all."""
+
+    def __init__(self, functions: set[Code], files: set[str]) -> None:
+        self.functions = functions
+        self.files = files  # the reference's resolved module files
+        #: case id -> whether it called a function holding a solution region
+        self.reached: dict[str, bool] = {}
+        #: case id -> the reference's functions its run called (with those run on import)
+        self.calls: dict[str, set[Code]] = {}
+
+    def _profiled(self, run: Callable[[], Any], calls: set[Code], inside: list[bool]) -> Any:
+        """`run()`, noting the reference's functions it calls, and in `inside[1]` whether a
+        solution function was called while `inside[0]` (the case's own function runs)."""
+        files = self.files
+
+        def hook(frame: FrameType, event: str, arg: Any) -> None:
+            if event == "call" and frame.f_code.co_filename in files:
+                code = (frame.f_code.co_filename, frame.f_code.co_firstlineno)
+                calls.add(code)
+                if inside[0] and code in self.functions:
+                    inside[1] = True
+
+        previous = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            return run()
+        finally:
+            sys.setprofile(previous)
+
+    def _watched(self, engine: InProcessEngine, case: Case, on_import: set[Code]) -> Run:
+        """Run `case`, telling the calls of the case's own function from the harness's (the
+        micrograd backend probes every op's rule afterwards, for its diagnostics)."""
+        calls: set[Code] = set(on_import)
+        inside = [False, False]
+
+        def watched(*args: Any) -> Any:
+            inside[0] = True
+            try:
+                return case.fn(*args)
+            finally:
+                inside[0] = False
+
+        run = self._profiled(lambda: engine.run(dataclasses.replace(case, fn=watched)), calls, inside)
+        self.reached[case.id] = inside[1]
+        self.calls[case.id] = calls
+        return run
+
+    def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        engines: dict[str, InProcessEngine | SubmissionError] = {}
+        on_import: dict[str, set[Code]] = {}
+        runs: list[Run] = []
+        for case in cases:
+            if case.assignment not in engines:
+                on_import[case.assignment] = set()
+                try:
+                    engines[case.assignment] = self._profiled(
+                        functools.partial(InProcessEngine, submission, case.assignment),
+                        on_import[case.assignment],
+                        [False, False],
+                    )
+                except SubmissionError as exc:
+                    engines[case.assignment] = exc
+            engine = engines[case.assignment]
+            if isinstance(engine, SubmissionError):
+                runs.append(Run(fault=str(engine)))
+                self.reached[case.id] = True  # unknown: not counted as forward
+            else:
+                runs.append(self._watched(engine, case, on_import[case.assignment]))
+        notes = [n for e in engines.values() if not isinstance(e, SubmissionError) for n in e.notes]
+        return Runs(runs, notes=notes)

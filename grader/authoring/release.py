@@ -1,0 +1,353 @@
+"""`python -m grader release OUT`: the student bundle, checked for leaks before it exists.
+
+The bundle is a repository to hand out (a GitHub Classroom template, a zip): a student
+edits the packages at its root, and the repository itself is a submission directory.
+
+    micrograd/, needle/      the template packages, from student_template/
+    tests/public/<name>/     the public suites
+    grader/                  what the student's loop runs: the pytest plugin and the Classroom
+                             command, with everything they import, and the packages the
+                             suites import (grader/case, grader/assignments: they run beside
+                             student code; the oracles come too, since the local yardstick is
+                             PyTorch). Not the instructor's tools (grader/authoring, the
+                             command line, notebooks, nbgrader, Gradescope's report)
+    docs/contract.md         the submission contract
+    requirements.txt         every third-party module those files import, pinned to the
+                             version this kit runs (torch==2.13.0, ...)
+    pytest.ini, conftest.py  the plugin and its settings: the repository grades itself
+    README.md                the student's: set-up in two commands, one task, the score line
+    .github/workflows/classroom.yml   GitHub Classroom's workflow, grading with
+                             `python -m grader.classroom`
+    .gitignore
+
+Never: reference/, the hidden suites, the harness (bug banks, hostile submissions), bytecode,
+oracle caches. The bundle is written beside OUT under a temporary name and scanned
+(`grader.authoring.leaks`: solution lines, hidden case names and sources, the checkout's
+paths, forbidden files); only a clean bundle is renamed to OUT, else nothing is left and the
+leaks are the error.
+
+A release covers every assignment, or those named (`assignments=`): a narrower release
+ships only their packages, suites and folders under grader/assignments/, so its grader
+knows no other assignment. A scope file (`scopes=`, `grader.scope`) narrows an assignment
+further: it becomes that assignment's default scope in the bundle
+(`grader/assignments/<name>/scope.toml`), so the students' pytest and the Classroom command
+grade only the ops and topics it admits, at its points, and the README counts the same.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from string import Template
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from grader.authoring.leaks import Leak, forbidden_files, scan, secrets
+from grader.scope import FILE as SCOPE_FILE
+from grader.scope import Scope, ScopeError, load, resolve, select, vocabulary
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLE = Path(__file__).resolve().parent / "bundle"
+#: the modules a student runs, relative to the grader package: their imports are followed
+ENTRY_POINTS = ("__init__.py", "plugin.py", "classroom.py")
+#: shipped whole: the suites import them, and they run beside student code
+WHOLE = ("case", "assignments")
+SKIP = {"__pycache__", ".pytest_cache"}
+#: what each assignment is, for the student README
+ENGINES = {
+    "micrograd": "micrograd (a scalar engine with one gradient closure per op)",
+    "needle": "needle (a tensor engine whose ops carry `compute` and `gradient`)",
+}
+#: a file and a -k word to show in "Run one task", and the message its template gives
+EXAMPLES = {
+    "micrograd": (
+        "tests/public/micrograd/test_ops.py",
+        "tanh",
+        "not implemented yet: Value.__mul__._backward — <the hint written above it>",
+    ),
+    "needle": (
+        "tests/public/needle/test_ops.py",
+        "tanh",
+        "not implemented yet: EWiseMul.gradient — <the hint written above it>",
+    ),
+}
+PYTEST_INI = """\
+[pytest]
+# The grader's pytest plugin (registered in conftest.py) grades this folder's packages.
+testpaths = tests
+pythonpath = .
+addopts = --import-mode=importlib
+grader_impl = .
+"""
+CONFTEST = """\
+# The grader's pytest plugin: points, diagnostics and the score line. It is registered here,
+# at the root, so that its options are understood before test paths are read.
+pytest_plugins = ["grader.plugin"]
+"""
+
+
+class ReleaseError(Exception):
+    """The release cannot be made as asked (a user's mistake or a missing checkout)."""
+
+
+@dataclass
+class Release:
+    out: Path
+    files: list[str]
+    size: int  # bytes
+    leaks: list[Leak]
+
+
+# ---- what goes in ----
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (a function's lazy import counts)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def _module_file(grader: Path, name: str) -> Path | None:
+    parts = name.split(".")[1:]
+    base = grader.joinpath(*parts) if parts else grader
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and not SKIP.intersection(p.parts))
+
+
+def grader_files(grader: Path, names: Iterable[str]) -> list[Path]:
+    """The grader's files a bundle ships: the entry points and `WHOLE` (less the folders of
+    assignments not released), and every grader module they import, transitively."""
+    names = set(names)
+    all_assignments = {p.name for p in (grader / "assignments").iterdir() if (p / "adapter.py").is_file()}
+
+    def wanted(path: Path) -> bool:
+        rel = path.relative_to(grader).parts
+        return not (len(rel) > 2 and rel[0] == "assignments" and rel[1] in all_assignments - names)
+
+    todo = [grader / name for name in ENTRY_POINTS if (grader / name).is_file()]
+    todo += [p for package in WHOLE for p in _files(grader / package) if wanted(p)]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if path.suffix != ".py":
+            continue
+        for module in _imports(path):
+            if module != "grader" and not module.startswith("grader."):
+                continue
+            parts = module.split(".")
+            for i in range(1, len(parts) + 1):
+                found = _module_file(grader, ".".join(parts[:i]))
+                if found is not None and wanted(found):
+                    todo.append(found)
+    return sorted(seen)
+
+
+def third_party(files: Iterable[Path], local: Iterable[str]) -> set[str]:
+    """Top-level modules the files import that are neither the standard library nor local."""
+    skip = set(local) | set(sys.stdlib_module_names)
+    return {m.split(".")[0] for f in files if f.suffix == ".py" for m in _imports(f)} - skip
+
+
+def pins(modules: Iterable[str], pyproject: Path) -> list[str]:
+    """`name==version` for the distribution of each module, at the version installed here
+    (without a local label such as +cpu), with the environment marker pyproject.toml gives."""
+    markers = {}
+    for line in tomllib.loads(pyproject.read_text())["project"]["dependencies"]:
+        req = Requirement(line)
+        if req.marker is not None:
+            markers[canonicalize_name(req.name)] = str(req.marker)
+    providers = metadata.packages_distributions()
+    lines = []
+    for module in sorted(modules):
+        dists = providers.get(module)
+        if not dists:
+            raise ReleaseError(f"cannot pin {module}: it is imported by the bundle but not installed here")
+        name = metadata.metadata(dists[0])["Name"]
+        version = metadata.version(dists[0]).split("+")[0]
+        marker = markers.get(canonicalize_name(name))
+        lines.append(f"{name}=={version}" + (f"; {marker}" if marker else ""))
+    return sorted(set(lines), key=str.lower)
+
+
+def tasks_table(cases: list) -> str:
+    rows: dict[tuple[str, str], list] = {}
+    for case in cases:
+        rows.setdefault((case.assignment, case.topic), []).append(case)
+    lines = ["| assignment | topic | in | cases | points |", "| --- | --- | --- | ---: | ---: |"]
+    for (assignment, topic), group in rows.items():
+        files = ", ".join(sorted({f"`{c.module}.py`" for c in group}))
+        points = sum(c.points for c in group)
+        lines.append(f"| {assignment} | {topic} | {files} | {len(group)} | {points:g} |")
+    return "\n".join(lines)
+
+
+def _commented(lines: list[tuple[str, str]]) -> str:
+    width = max(len(command) for command, _ in lines)
+    return "\n".join(f"{command.ljust(width)}   # {comment}" for command, comment in lines)
+
+
+def student_readme(names: list[str], cases: list) -> str:
+    example = EXAMPLES.get(names[0], (f"tests/public/{names[0]}/", "forward", "not implemented yet: ..."))
+    first = cases[0] if cases else None
+    return Template((BUNDLE / "README.md").read_text()).substitute(
+        title=" and ".join(names),
+        engines=" and ".join(ENGINES.get(name, name) for name in names),
+        packages=" and ".join(f"`{name}/`" for name in names),
+        one_task=_commented(
+            [
+                (f"python -m pytest {example[0]}", "one file"),
+                (
+                    f"python -m pytest {example[0]} -k {example[1]}",
+                    f'the cases whose name has "{example[1]}"',
+                ),
+                ("python -m pytest --lf", "only what failed last time"),
+            ]
+        ),
+        example_message=example[2],
+        total=f"{sum(c.points for c in cases):g}",
+        first_topic=f"{first.assignment} / {first.topic}" if first else "assignment / topic",
+        tasks=tasks_table(cases),
+    )
+
+
+# ---- writing and checking ----
+
+
+def _copy(src: Path, dest: Path) -> None:
+    for path in _files(src):
+        target = dest / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def scope_toml(scope: Scope) -> str:
+    """A scope as the TOML of a scope file (the bundle's default for its assignment)."""
+    ops, features = vocabulary(scope.assignment)
+    name = scope.assignment
+    lines = [
+        f"# The {name} assignment's scope in this repository (written by `python -m grader release",
+        f"# --scope {Path(scope.source).name}`): the ops and topics graded, and each topic's points factor.",
+        f"[{name}]",
+        f"ops = {json.dumps([op for op in ops if op in scope.ops])}",
+        f"features = {json.dumps([f for f in features if f in scope.features])}",
+        "",
+        f"[{name}.topics]",
+        *(f"{json.dumps(topic)} = {float(factor)!r}" for topic, factor in scope.topics.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def graded_cases(repo: Path, names: list[str], scopes: dict[str, Scope]) -> list:
+    """The public cases the bundle grades: in scope, with their points scaled. PyTorch runs
+    (or its cache is read) only when a scope leaves an op out."""
+    from grader.case.define import collect
+    from grader.pipeline import needs_from
+    from grader.verdict.oracle import Oracle, default_cache_dir
+
+    defaults = {name: load(repo / "grader" / "assignments" / name / SCOPE_FILE)[0] for name in names}
+    cases = collect(repo / "tests", names, ("public",))
+    return select(cases, {**defaults, **scopes}, needs_from(Oracle(default_cache_dir())))
+
+
+def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | None = None) -> None:
+    """Write the bundle into the empty directory `dest` (unchecked: see `release`)."""
+    scopes = scopes or {}
+
+    grader = repo / "grader"
+    for name in names:
+        _copy(repo / "student_template" / name, dest / name)
+        _copy(repo / "tests" / "public" / name, dest / "tests" / "public" / name)
+    shipped = grader_files(grader, names)
+    for path in shipped:
+        target = dest / "grader" / path.relative_to(grader)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    suites = _files(dest / "tests")
+    modules = third_party([*shipped, *suites], ["grader", *names])
+    (dest / "docs").mkdir()
+    shutil.copyfile(repo / "docs" / "contract.md", dest / "docs" / "contract.md")
+    header = "# The versions the tests were made with (written by `python -m grader release`).\n"
+    (dest / "requirements.txt").write_text(header + "\n".join(pins(modules, repo / "pyproject.toml")) + "\n")
+    (dest / "pytest.ini").write_text(PYTEST_INI)
+    (dest / "conftest.py").write_text(CONFTEST)
+    for name, scope in scopes.items():
+        (dest / "grader" / "assignments" / name / SCOPE_FILE).write_text(scope_toml(scope))
+    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes)))
+    (dest / ".gitignore").write_text((BUNDLE / "gitignore").read_text())
+    workflows = dest / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    shutil.copyfile(BUNDLE / "classroom.yml", workflows / "classroom.yml")
+
+
+def check_bundle(root: Path, repo: Path) -> list[Leak]:
+    """Every leak in a bundle: what must not ship by name, and by content."""
+    return forbidden_files(root) + scan(root, secrets(repo / "reference", repo / "tests"))
+
+
+def release(
+    out: Path,
+    repo: Path = REPO,
+    assignments: Iterable[str] | None = None,
+    scopes: Iterable[str | Path] = (),
+) -> Release:
+    """Write the bundle to `out` (new, or an empty directory) if it is clean. With leaks,
+    nothing is written and the returned release lists them. `scopes`: scope files, each
+    assignment they cover graded as they say."""
+    out = Path(out).resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ReleaseError(f"{out} exists and is not an empty directory")
+    for needed in ("student_template", "tests/public", "reference", "docs/contract.md"):
+        if not (repo / needed).exists():
+            raise ReleaseError(f"releasing needs the kit's checkout: {repo / needed} is missing")
+    known = sorted(p.name for p in (repo / "tests" / "public").iterdir() if p.is_dir())
+    names = list(assignments) if assignments else known
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ReleaseError(f"no public suite for {', '.join(unknown)} (known: {', '.join(known)})")
+    try:
+        chosen = resolve(scopes, repo / "tests", shipped=False)
+    except ScopeError as exc:
+        raise ReleaseError(str(exc)) from None
+    outside = sorted(set(chosen) - set(names))
+    if outside:
+        raise ReleaseError(f"a scope covers {', '.join(outside)}, which this release leaves out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        build(staging, repo, names, chosen)
+        leaks = check_bundle(staging, repo)
+        files = [p.relative_to(staging).as_posix() for p in sorted(staging.rglob("*")) if p.is_file()]
+        size = sum((staging / f).stat().st_size for f in files)
+        if leaks:
+            return Release(out, files, size, leaks)
+        if out.exists():
+            out.rmdir()
+        staging.rename(out)
+        return Release(out, files, size, [])
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)

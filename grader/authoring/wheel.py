@@ -1,0 +1,52 @@
+"""The grader's package as `pip install` would install it, built and unpacked for a leak scan.
+
+The wheel is built from a copy of the checkout (without `.git`, earlier builds and caches),
+so a build never writes into the checkout itself.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+IGNORED = (".git", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache")
+
+
+class WheelError(Exception):
+    """The wheel could not be built: pip's last lines of output say why."""
+
+
+def build_wheel(repo: Path, out: Path) -> Path:
+    """Build the wheel of the project at `repo` under `out`; the unpacked wheel's folder."""
+    if not (repo / "pyproject.toml").is_file():
+        raise WheelError(f"no pyproject.toml in {repo}: the wheel is built from the kit's checkout")
+    source = out / "src"
+    shutil.copytree(repo, source, ignore=shutil.ignore_patterns(*IGNORED))
+    wheels = out / "wheels"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise WheelError(f"pip wheel failed: {(done.stderr or done.stdout).strip()[-500:]}")
+    (wheel,) = wheels.glob("grader-*.whl")
+    unpacked = out / "unpacked"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(unpacked)
+    return unpacked

@@ -1,0 +1,498 @@
+"""The student bundle: what `python -m grader release` writes, and the leak check that guards
+it; the students' loop in a fresh virtual environment inside the bundle (the README's two
+commands); and GitHub Classroom's workflow and grading command, whose output is checked
+against a schema of Classroom's grader-output format."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from grader.authoring.leaks import forbidden_files
+from grader.authoring.release import grader_files, release
+from grader.case.define import collect
+from grader.cli import main as cli
+from grader.pipeline import InProcessRunner, grade
+from grader.verdict.oracle import Oracle
+
+REPO = Path(__file__).resolve().parents[2]
+NAMES = ("micrograd", "needle")
+#: Classroom's grader-output format, as its reporter reads it
+GRADER_OUTPUT = json.loads(Path(__file__).with_name("classroom_result.schema.json").read_text())
+
+
+def public_cases(suites: Path = REPO / "tests") -> list:
+    return collect(suites, NAMES, ("public",))
+
+
+# ---- the release and its leak check ----
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("release") / "autodiff"
+    made = release(out)
+    assert made.leaks == [] and out.is_dir()
+    return out
+
+
+def test_the_bundle_holds_what_a_student_needs_and_nothing_else(bundle):
+    files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
+    for name in NAMES:
+        template = REPO / "student_template" / name
+        for path in template.rglob("*.py"):
+            assert (bundle / name / path.relative_to(template)).read_bytes() == path.read_bytes()
+        suite = REPO / "tests" / "public" / name
+        assert {p.name for p in (bundle / "tests" / "public" / name).iterdir()} == {
+            p.name for p in suite.glob("*.py")
+        }
+    for needed in (
+        "README.md",
+        "requirements.txt",
+        "pytest.ini",
+        "conftest.py",
+        "docs/contract.md",
+        ".github/workflows/classroom.yml",
+        "grader/plugin.py",
+        "grader/classroom.py",
+        "grader/verdict/oracle.py",
+    ):
+        assert needed in files, needed
+    assert not any(
+        f.startswith(("reference/", "tests/hidden/", "tests/harness/", "student_template/")) for f in files
+    )
+    assert not any(f.startswith(("grader/authoring/", "grader/cli.py", "grader/notebook.py")) for f in files)
+    assert forbidden_files(bundle) == []
+
+
+def test_the_grader_it_ships_is_the_closure_of_what_students_run():
+    shipped = {p.relative_to(REPO / "grader").as_posix() for p in grader_files(REPO / "grader", NAMES)}
+    assert {
+        "plugin.py",
+        "classroom.py",
+        "pipeline.py",
+        "case/worker.py",
+        "assignments/needle/oracle.py",
+    } <= shipped
+    assert not any(f.startswith(("authoring/", "report/gradescope", "report/draw")) for f in shipped)
+    narrow = {p.relative_to(REPO / "grader").as_posix() for p in grader_files(REPO / "grader", ["micrograd"])}
+    assert not any(f.startswith("assignments/needle/") for f in narrow)
+
+
+def test_requirements_are_pinned_to_what_the_kit_declares(bundle):
+    lines = [
+        line for line in (bundle / "requirements.txt").read_text().splitlines() if not line.startswith("#")
+    ]
+    assert all("==" in line for line in lines), lines
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    torch = next(d for d in declared if d.startswith("torch"))
+    assert torch in lines  # torch==2.13.0, exactly as the kit pins it
+    names = {re.split(r"[=;]", line)[0].strip().lower() for line in lines}
+    assert {"numpy", "pytest", "rich", "hypothesis"} <= names
+
+
+def test_a_narrower_release_ships_one_assignment(tmp_path):
+    made = release(tmp_path / "micrograd-only", assignments=["micrograd"])
+    assert made.leaks == []
+    root = made.out
+    assert (root / "micrograd").is_dir() and not (root / "needle").exists()
+    assert not (root / "tests" / "public" / "needle").exists()
+    assert not (root / "grader" / "assignments" / "needle").exists()
+    assert "needle" not in (root / "README.md").read_text().split("## Tasks")[1]
+
+
+@pytest.fixture
+def kit_copy(tmp_path) -> Path:
+    """The parts of the checkout a release reads, to plant leaks in."""
+    kit = tmp_path / "kit"
+    for part in ("reference", "student_template", "tests/public", "tests/hidden", "docs", "grader"):
+        shutil.copytree(REPO / part, kit / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(REPO / "pyproject.toml", kit / "pyproject.toml")
+    return kit
+
+
+def test_a_leak_fails_the_release_and_writes_nothing(kit_copy, tmp_path):
+    engine = kit_copy / "student_template" / "micrograd" / "engine.py"
+    solution = "self.grad += other.data * out.grad"
+    assert solution in (kit_copy / "reference" / "micrograd" / "engine.py").read_text()
+    engine.write_text(engine.read_text() + f"\n# {solution}\n{solution}\n")
+    suite = kit_copy / "tests" / "public" / "needle" / "test_ops.py"
+    suite.write_text(suite.read_text() + "\n# see also test_hidden_shapes\n")
+    (kit_copy / "tests" / "public" / "needle" / "needle-public-0123456789abcdef01234567.json").write_text(
+        "{}"
+    )
+    out = tmp_path / "out"
+    made = release(out, repo=kit_copy)
+    kinds = {(leak.path, leak.kind) for leak in made.leaks}
+    assert ("micrograd/engine.py", "solution line") in kinds
+    assert ("tests/public/needle/test_ops.py", "hidden case name") in kinds
+    assert ("tests/public/needle/needle-public-0123456789abcdef01234567.json", "forbidden file") in kinds
+    assert not out.exists() and list(tmp_path.glob(".out-*")) == []
+
+
+def test_the_checkouts_path_in_a_file_is_a_leak(kit_copy, tmp_path):
+    conftest = kit_copy / "grader" / "case" / "define.py"
+    conftest.write_text(conftest.read_text() + f"\n# built from {kit_copy / 'reference'}\n")
+    made = release(tmp_path / "out", repo=kit_copy)
+    assert [(leak.path, leak.kind) for leak in made.leaks] == [("grader/case/define.py", "kit path")]
+
+
+def test_the_command_exits_1_on_a_leak_and_2_on_a_mistake(tmp_path, capsys, monkeypatch):
+    import grader.authoring.release as module
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("")
+    assert cli(["release", str(busy)]) == 2
+    assert "is not an empty directory" in capsys.readouterr().err
+
+    real = module.check_bundle
+    monkeypatch.setattr(
+        module, "check_bundle", lambda root, repo: [*real(root, repo), module.Leak("a", "b", "c")]
+    )
+    assert cli(["release", str(tmp_path / "leaky")]) == 1
+    err = capsys.readouterr().err
+    assert "a: b: c" in err and "nothing was written" in err
+    assert not (tmp_path / "leaky").exists()
+
+
+# ---- the students' loop, in a fresh virtual environment inside the bundle ----
+
+
+@dataclass
+class StudentEnv:
+    venv: Path
+    env: dict[str, str]
+    commands: list[str]
+    install_seconds: float
+
+
+def readme_commands(readme: Path) -> list[str]:
+    """The commands of the README's "Set up and run" block."""
+    section = readme.read_text().split("## Set up and run", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "no sh block under 'Set up and run'"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def plain_env(venv: Path, cache: Path) -> dict[str, str]:
+    """The machine's environment, less anything that leads to the kit's checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GITHUB_"))}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["GRADER_CACHE"] = str(cache)
+    return env
+
+
+@pytest.fixture(scope="module")
+def student(bundle, tmp_path_factory) -> StudentEnv:
+    venv = bundle / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # no system site-packages
+    env = plain_env(venv, tmp_path_factory.mktemp("oracle-cache"))
+    commands = readme_commands(bundle / "README.md")
+    assert len(commands) == 2, commands
+    started = time.perf_counter()
+    done = subprocess.run(commands[0], shell=True, cwd=bundle, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    print(f"\nfresh venv: `{commands[0]}` took {seconds:.1f} s")
+    return StudentEnv(venv, env, commands, seconds)
+
+
+def test_the_fresh_environment_cannot_reach_the_kit(student, bundle):
+    probe = (
+        "import json, sys, grader, torch; print(json.dumps([grader.__file__, sys.path, torch.__version__]))"
+    )
+    done = subprocess.run(
+        ["python", "-c", probe], cwd=bundle, env=student.env, capture_output=True, text=True, check=True
+    )
+    where, path, torch_version = json.loads(done.stdout)
+    assert Path(where).resolve() == bundle / "grader" / "__init__.py"
+    base = Path(sys.base_prefix).resolve()
+    for entry in filter(None, path):
+        resolved = Path(entry).resolve()
+        assert resolved.is_relative_to(bundle) or resolved.is_relative_to(base), entry
+    assert not any(Path(entry).resolve().is_relative_to(REPO) for entry in filter(None, path))
+    assert torch_version.split("+")[0] == "2.13.0"
+
+
+def failure_messages(output: str) -> list[tuple[str, str]]:
+    """pytest's FAILURES section: each failed test's name and first line."""
+    found, name = [], None
+    for line in output.split("= FAILURES =", 1)[-1].split("= score =", 1)[0].splitlines():
+        header = re.match(r"^_{3,} (\S+) _{3,}$", line)
+        if header:
+            name = header.group(1)
+        elif name and line.strip():
+            found.append((name, line.strip()))
+            name = None
+    return found
+
+
+def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bundle, tmp_path):
+    done = subprocess.run(
+        student.commands[1], shell=True, cwd=bundle, env=student.env, capture_output=True, text=True
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-3000:]  # some cases failed; pytest itself ran
+    assert "Traceback" not in output
+    cases = public_cases(bundle / "tests")
+    expected = grade(REPO / "student_template", cases, Oracle(tmp_path / "cache"), InProcessRunner())
+    assert expected.score < expected.max_score
+    forward = [r for r in expected.results if r.topic == "forward"]
+    assert forward and all(r.passed for r in forward)
+    score = re.search(r"^Score: (\S+)/(\S+) points\b", output, re.M)
+    assert score, output[-3000:]
+    assert (float(score.group(1)), float(score.group(2))) == (expected.score, expected.max_score)
+    # per task: every failure is a missing function, named, with its hint
+    messages = failure_messages(output)
+    failed = re.search(r"(\d+) failed", output.splitlines()[-1])
+    assert failed and len(messages) == int(failed.group(1)), output.splitlines()[-1]
+    assert len(messages) >= sum(not r.passed for r in expected.results)  # and ungraded searches
+    assert all(m.startswith("not implemented yet: ") for _, m in messages), messages
+    for name in ("Value.__mul__._backward", "Value.backward", "EWiseMul.gradient", "find_topo_sort"):
+        assert any(name in m for _, m in messages), name
+    for assignment in NAMES:
+        assert re.search(rf"^  {assignment} / forward +\d+/\d+ +tests", output, re.M)
+
+
+# ---- GitHub Classroom ----
+
+
+def workflow(bundle: Path) -> dict:
+    return yaml.safe_load((bundle / ".github" / "workflows" / "classroom.yml").read_text())
+
+
+def test_the_workflow_has_classrooms_form(bundle):
+    flow = workflow(bundle)
+    assert flow["on"] == ["push", "repository_dispatch"]
+    assert flow["permissions"] == {"checks": "write", "actions": "read", "contents": "read"}
+    (job,) = flow["jobs"].values()
+    assert job["if"] == "github.actor != 'github-classroom[bot]'"
+    steps = {step.get("id"): step for step in job["steps"]}
+    grading = steps["autograd-tests"]
+    assert grading["run"] == "python -m grader.classroom"
+    reporter = job["steps"][-1]
+    assert reporter["uses"] == "classroom-resources/autograding-grading-reporter@v1"
+    runners = reporter["with"]["runners"].split(",")
+    assert runners == ["autograd-tests"]
+    # the reporter reads each runner's result from <ID upper-cased, hyphens kept>_RESULTS
+    assert reporter["env"] == {f"{r.upper()}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}" for r in runners}
+    assert job["steps"].index(grading) < job["steps"].index(reporter)
+
+
+def classroom_result(student: StudentEnv, repo: Path, tmp_path: Path) -> dict:
+    """Run the workflow's grading step in `repo` as Actions would, and decode its output."""
+    command = next(
+        s for s in workflow(repo)["jobs"]["run-autograding-tests"]["steps"] if s.get("id") == "autograd-tests"
+    )
+    output = tmp_path / f"github-output-{repo.name}"
+    env = {**student.env, "GITHUB_OUTPUT": str(output)}
+    done = subprocess.run(command["run"], shell=True, cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = output.read_text().splitlines()
+    key, value = line.split("=", 1)
+    assert key == "result" and len(value) < 128 * 1024  # one environment string for the reporter
+    document = json.loads(base64.b64decode(value, validate=True))
+    compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    assert compact == base64.b64decode(value).decode()
+    jsonschema.validate(document, GRADER_OUTPUT)
+    assert 0 <= sum(t["score"] for t in document["tests"]) <= document["max_score"]
+    return document
+
+
+def submission(bundle: Path, tmp_path: Path, name: str) -> Path:
+    """A copy of the bundle as a student's repository, without the virtual environment."""
+    repo = tmp_path / name
+    shutil.copytree(bundle, repo, ignore=shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache"))
+    return repo
+
+
+def test_classroom_grades_the_reference_in_full(student, bundle, tmp_path):
+    repo = submission(bundle, tmp_path, "reference")
+    for name in NAMES:
+        shutil.rmtree(repo / name)
+        shutil.copytree(REPO / "reference" / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+    document = classroom_result(student, repo, tmp_path)
+    total = sum(c.points for c in public_cases())
+    assert document["status"] == "pass" and document["max_score"] == total
+    assert sum(t["score"] for t in document["tests"]) == total
+    assert len(document["tests"]) == len(public_cases())
+
+
+def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path):
+    document = classroom_result(student, bundle, tmp_path)
+    cases = public_cases()
+    expected = grade(REPO / "student_template", cases, Oracle(tmp_path / "cache"), InProcessRunner())
+    assert document["status"] == "fail"
+    assert (sum(t["score"] for t in document["tests"]), document["max_score"]) == (
+        expected.score,
+        expected.max_score,
+    )
+    failing = [t for t in document["tests"] if t["status"] != "pass"]
+    assert failing and all(t["message"].startswith("not implemented yet") for t in failing)
+    first = document["tests"][0]
+    assert first["filename"].startswith("tests/public/") and first["line_no"] > 0
+
+
+def test_classroom_scores_a_crashing_submission_zero_with_reasons(student, bundle, tmp_path):
+    repo = submission(bundle, tmp_path, "crashing")
+    (repo / "micrograd" / "engine.py").write_text("import os\n\nos._exit(3)\n")
+    autograd = repo / "needle" / "autograd.py"
+    autograd.write_text(
+        autograd.read_text()
+        + "\n\ndef compute_gradient_of_variables(output_tensor, out_grad):\n"
+        + "    import ctypes\n\n    ctypes.string_at(0)  # a segmentation fault\n"
+    )
+    document = classroom_result(student, repo, tmp_path)
+    tests = document["tests"]
+    assert document["status"] == "fail" and len(tests) == len(public_cases())
+    micrograd = [t for t in tests if t["name"].startswith("micrograd /")]
+    assert micrograd and all(t["status"] == "error" and t["score"] == 0 and t["message"] for t in micrograd)
+    needle = [t for t in tests if t["name"].startswith("needle /")]
+    crashed = [t for t in needle if t["status"] == "error"]
+    assert crashed and all(t["score"] == 0 and t["message"] for t in crashed)
+    assert any(t["status"] == "pass" for t in needle)  # forward cases never reach backward
+
+
+def test_classroom_writes_a_result_when_grading_cannot_run(tmp_path):
+    suites = tmp_path / "suites" / "public" / "micrograd"
+    suites.mkdir(parents=True)
+    (suites / "test_broken.py").write_text("def broken(:\n")
+    output = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.classroom",
+            str(REPO / "student_template"),
+            "--suites",
+            str(suites.parents[1]),
+        ],
+        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(base64.b64decode(output.read_text().strip().split("=", 1)[1]))
+    jsonschema.validate(document, GRADER_OUTPUT)
+    assert document["status"] == "error" and document["tests"][0]["status"] == "error"
+    assert "grading could not run: SyntaxError" in document["tests"][0]["message"]
+
+
+def test_a_bundle_without_a_package_is_not_graded_on_the_graders_own_folders(bundle, tmp_path):
+    from grader.case.loading import SubmissionError, locate_assignment
+
+    repo = submission(bundle, tmp_path, "no-micrograd")
+    shutil.rmtree(repo / "micrograd")
+    assert (repo / "grader" / "assignments" / "micrograd" / "__init__.py").is_file()
+    with pytest.raises(SubmissionError, match="no package 'micrograd'"):
+        locate_assignment(repo, "micrograd")
+    assert locate_assignment(repo, "needle").path == repo / "needle"
+
+
+def test_the_schema_rejects_what_the_reporter_cannot_read():
+    from grader.report.classroom import failed_to_grade
+
+    good = failed_to_grade("why", [("micrograd / ops / add", 2.0)])
+    jsonschema.validate(good, GRADER_OUTPUT)
+    bad = [
+        {**good, "tests": []},
+        {**good, "max_score": 0},
+        {**good, "status": "failed"},
+        {**good, "tests": [{k: v for k, v in good["tests"][0].items() if k != "line_no"}]},
+        {**good, "tests": [{**good["tests"][0], "score": "0"}]},
+    ]
+    for document in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(document, GRADER_OUTPUT)
+
+
+def test_a_long_result_is_shortened_to_fit_one_environment_variable():
+    from grader.report.classroom import MAX_ENCODED, encode, failed_to_grade
+
+    names = [(f"needle / shapes / case {i}", 1.0) for i in range(2000)]
+    document = failed_to_grade("x" * 5000, names)
+    encoded = encode(document)
+    assert len(encoded) <= MAX_ENCODED
+    decoded = json.loads(base64.b64decode(encoded))
+    assert decoded["max_score"] == 2000 and sum(t["score"] for t in decoded["tests"]) == 0
+    assert [t["name"] for t in decoded["tests"]] == ["needle / shapes"]  # summed up per topic
+    assert decoded["tests"][0]["message"] == "0 of 2000 cases passed"
+    shorter = failed_to_grade("x" * 5000, names[:100])
+    decoded = json.loads(base64.b64decode(encode(shorter, limit=60_000)))
+    assert [t["name"] for t in decoded["tests"]] == [name for name, _ in names[:100]]
+    assert all(0 < len(t["message"]) < 5000 for t in decoded["tests"])  # only cut
+
+
+def test_a_scope_file_narrows_what_the_bundle_grades(tmp_path):
+    from grader.pipeline import needs_from
+    from grader.scope import load, select, vocabulary
+
+    ops = [op for op in vocabulary("micrograd")[0] if op != "sigmoid"]
+    scope_file = tmp_path / "course.toml"
+    scope_file.write_text(
+        f"[micrograd]\nops = {json.dumps(ops)}\n\n"
+        "[micrograd.topics]\nforward = 1\nops = 2\naccumulation = 0.5\n"
+    )
+    made = release(tmp_path / "out", assignments=["micrograd"], scopes=[scope_file])
+    assert made.leaks == []
+    (given,) = load(scope_file)
+    (shipped,) = load(made.out / "grader" / "assignments" / "micrograd" / "scope.toml")
+    assert (shipped.ops, shipped.features, dict(shipped.topics)) == (
+        given.ops,
+        given.features,
+        dict(given.topics),
+    )
+    oracle = Oracle(tmp_path / "cache")
+    cases = select(
+        collect(REPO / "tests", ["micrograd"], ("public",)), {"micrograd": given}, needs_from(oracle)
+    )
+    assert {c.topic for c in cases} == {"forward", "ops", "accumulation"}
+    assert not any("sigmoid" in c.id for c in cases)
+    total = sum(c.points for c in cases)
+    assert f"the\nwhole run is worth {total:g} points" in (made.out / "README.md").read_text()
+    # the repository grades itself as the scope says (its own grader, not this checkout's)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/public/micrograd/test_ops.py",
+        ],
+        cwd=made.out,
+        env={**env, "GRADER_CACHE": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+    )
+    score = re.search(r"^Score: (\S+)/(\S+) points\b", done.stdout, re.M)
+    assert score, done.stdout[-3000:] + done.stderr[-3000:]
+    in_file = sum(c.points for c in cases if c.module == "test_ops")
+    assert float(score.group(2)) == in_file
+
+
+def test_a_scope_for_an_assignment_left_out_is_a_mistake(tmp_path, capsys):
+    scope_file = tmp_path / "course.toml"
+    scope_file.write_text("[needle]\n")
+    assert (
+        cli(["release", str(tmp_path / "out"), "--assignment", "micrograd", "--scope", str(scope_file)]) == 2
+    )
+    assert "leaves out" in capsys.readouterr().err
+    assert cli(["release", str(tmp_path / "out"), "--scope", str(tmp_path / "missing.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
