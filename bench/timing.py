@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import resource
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,3 +25,53 @@ def timed(argv: list[str], repeat: int) -> tuple[float, str]:
             raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         out = done.stdout
     return statistics.median(times), out
+
+
+#: runs `python -m grader ARGS` in this interpreter and reports on stderr, as its last line,
+#: the CPU seconds of the whole grading: its own, its reaped children's, and the sandboxed
+#: workers' (bubblewrap never reaps those into anyone's resource usage: see CpuLedger)
+_CPU_DRIVER = """
+import json, resource, sys
+from grader.cli import main
+from grader.sandbox.process import CpuLedger
+status = main(sys.argv[1:])
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + CpuLedger.seconds
+print(json.dumps({"cpu": cpu}), file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def grade_cpu(args: list[str], repeat: int) -> tuple[float, float, str]:
+    """The median wall time and the median CPU seconds of `repeat` runs of `python -m grader
+    ARGS` (the grader, its sandbox and every worker), and the last run's standard output. CPU
+    time, unlike wall time, does not grow when other work shares the machine's cores."""
+    walls, figures, out = [], [], ""
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _CPU_DRIVER, *args], cwd=REPO, capture_output=True, text=True
+        )
+        walls.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"grader {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        figures.append(json.loads(done.stderr.strip().splitlines()[-1])["cpu"])
+        out = done.stdout
+    return statistics.median(walls), statistics.median(figures), out
+
+
+def cpu_timed(argv: list[str], repeat: int) -> tuple[float, float]:
+    """The median wall time and the median CPU time (user + system, the command and the
+    children it waited for) of `repeat` runs of `argv` from the project's root. On a machine
+    shared with other work, CPU time is the steadier of the two."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return statistics.median(walls), statistics.median(cpus)

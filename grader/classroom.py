@@ -3,10 +3,12 @@
 The released bundle's workflow (`.github/workflows/classroom.yml`) runs this on every push,
 as its grading step with the id `autograd-tests`. It grades the repository's packages on
 every public suite the repository holds (every assignment, present or not: deleting a
-package must not shrink the total), in the sandbox (per-case timeouts, a total budget, a
-crash or an infinite loop scored zero with its reason), prints the student's report, and
-appends `result=<base64 of compact JSON>` to `$GITHUB_OUTPUT` in the grader-output format
-(`grader.report.classroom`); the reporter step reads it from `AUTOGRAD-TESTS_RESULTS`.
+package must not shrink the total), the cases its scope files admit
+(`grader/assignments/<name>/scope.toml`, which `grader release --scope` writes), in the
+sandbox (per-case timeouts, a total budget, a crash or an infinite loop scored zero with its
+reason), prints the student's report, and appends `result=<base64 of compact JSON>` to
+`$GITHUB_OUTPUT` in the grader-output format (`grader.report.classroom`); the reporter step
+reads it from `AUTOGRAD-TESTS_RESULTS`.
 
 It always writes a result, with every case in it, also when grading itself fails or is
 stopped (SIGTERM): then each case is an error with the reason and the grade is zero. Its
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignments import NAMES
-from grader.case.define import Case, collect
+from grader.case.define import Case
 
 #: seconds: the whole grading stops well before the workflow step's timeout (10 minutes)
 BUDGET = 420.0
@@ -73,7 +75,7 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
 
     cases: list[Case] = []
     try:
-        from grader.pipeline import Request, engine_for, grade
+        from grader.pipeline import Request, engine_for, grade, select_cases
         from grader.report.model import Audience
         from grader.report.terminal import print_report
         from grader.sandbox import Limits
@@ -82,9 +84,11 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
         names = assignments_in(suites)
         if not names:
             return failed_to_grade(f"no public suite under {suites}")
-        cases = collect(suites, names, ("public",))
-        request = Request(suite="public", suites_dir=suites, limits=Limits(timeout=timeout, budget=budget))
+        limits = Limits(timeout=timeout, budget=budget)
+        request = Request(suite="public", only=tuple(names), suites_dir=suites, limits=limits)
         oracle = Oracle(default_cache_dir())
+        # in scope (the repository's own grader/assignments/<name>/scope.toml), points scaled
+        cases = select_cases(repo, request, oracle)
         report = grade(repo, cases, oracle, engine_for(request, oracle))
         print_report(report, audience=Audience.STUDENT, failures=5)
         return classroom(report, *locations(cases, repo))

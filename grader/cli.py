@@ -1,11 +1,11 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR] [--scope FILE]
-          [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
+          [--scope FILE] [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
-release OUT [--assignment NAME]                          write the student bundle (exit 1 on a leak)
+release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
 gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
 check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
@@ -56,9 +56,11 @@ def writable(path: str, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{option} {path}: is a directory")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer creates the missing folders: they go here
     if not parent.is_dir():
-        raise UserError(f"{option} {path}: the directory {parent} does not exist")
+        raise UserError(f"{option} {path}: {parent} is not a directory")
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"{option} {path}: not writable")
     try:  # as the writer will: a temporary file beside it, renamed
@@ -132,15 +134,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
         user=args.user,
         scopes=scopes_of(args.scope, suites),
     )
-    if not select_cases(submission, request, oracle):
-        raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
     try:
         resolve_user(args.user)  # a wrong --user is said at once, before the oracle's work
+        if not select_cases(submission, request, oracle):
+            raise UserError(f"no graded cases in {request.suites_dir} for {', '.join(request.only or NAMES)}")
         report = grade_submission(args.submission, request, oracle)
+    except UserError:
+        raise
     except SandboxError as exc:  # e.g. --user names nobody known, or the grader is not root
         print(f"grader: {exc}", file=sys.stderr)
         return 2
-    except Exception:  # the grader's own failure, not the submission's
+    except Exception:  # the grader's own failure (or its suites'), not the submission's
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
@@ -199,7 +203,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from grader.authoring.release import ReleaseError, release
 
     try:
-        made = release(Path(args.out), assignments=args.assignment)
+        made = release(Path(args.out), assignments=args.assignment, scopes=args.scope or [])
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -386,6 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="write the student bundle, checked for leaks")
     p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
     p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
+    p.add_argument(
+        "--scope",
+        metavar="FILE",
+        action="append",
+        help="grade the assignments it covers as it says (repeatable)",
+    )
     p.set_defaults(func=cmd_release)
     from grader.authoring.gradescope_zip import USER, Settings
 

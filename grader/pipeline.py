@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
 #: where the graded suites are when they are not in this checkout (an installed grader)
 SUITES_ENV = "GRADER_SUITES"
-#: a case may take this many times as long as the oracle took for it (a million-node graph)
+#: a case may take this many times as long as the oracle took for it (a 10**5-node graph)
 SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`
 ISOLATION = {
@@ -142,7 +142,7 @@ class SandboxRunner:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
-        runs = engine.run_all(cases, timeouts)
+        runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)
 
@@ -211,7 +211,9 @@ def verdict(
         message = ""
     else:
         message = diagnose(expected, actual, mismatches, case.assignment)
-    graph, blamed = case_graph(expected, actual, message) if status is Status.FAILED else (None, "")
+    graph, blamed = (
+        case_graph(expected, actual, case.assignment, message) if status is Status.FAILED else (None, "")
+    )
     if actual.failure is not None and actual.failure.where:
         blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
     hidden = case.suite == "hidden"
@@ -229,7 +231,7 @@ def verdict(
         description=case.description,
         missing=list(actual.missing) if status is Status.NOT_GRADED else [],
         seconds=actual.seconds,
-        ops=case_ops(expected),
+        ops=case_ops(expected, case.assignment),
         blame=blamed,
         graph=graph,
     )

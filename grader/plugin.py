@@ -167,7 +167,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
         item.__dict__.pop("_hypothesis_failing_examples", None)
 
 
+#: seconds a graded test may run locally (pytest-timeout) unless --timeout, the `timeout` ini
+#: value or PYTEST_TIMEOUT says otherwise: a backward() that never returns fails its tests
+#: instead of hanging the run. Generous: the first test of a cold run also runs PyTorch on
+#: the whole suite.
+LOCAL_TIMEOUT = 60.0
+
+
+def _user_set_timeout(config: pytest.Config) -> bool | None:
+    """Whether the user chose a pytest-timeout timeout; None without pytest-timeout."""
+    try:
+        given = config.getoption("timeout")
+    except ValueError:
+        return None
+    return given is not None or bool(config.getini("timeout")) or bool(os.environ.get("PYTEST_TIMEOUT"))
+
+
+def _limit_time(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every graded test and every search LOCAL_TIMEOUT, unless the user chose."""
+    if _user_set_timeout(config) is not False:
+        return
+    for item in items:
+        function = getattr(item, "function", None)
+        graded = hasattr(function, "__grader_cases__") or getattr(function, "__grader_search__", False)
+        if graded and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(LOCAL_TIMEOUT))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _limit_time(config, items)
     suite = config.getoption("--suite")
     keep, drop = [], []
     for item in items:
@@ -249,11 +277,15 @@ class _State:
         return self.engines[assignment]
 
     def expected(self, case: Case) -> Run:
-        """The oracle's run, reading (or writing) the whole suite's disk cache at once."""
+        """The oracle's run, reading (or writing) the whole suite's disk cache at once. A
+        search's programs are the same on every run (derandomized), so their runs are cached
+        too, one file per assignment: a warm run needs no PyTorch."""
         key = self.group_of.get(case.id)
         if key is not None and key not in self.prepared:
             self.prepared.add(key)
             self.oracle.prepare(self.groups[key].values(), key[2])
+        elif key is None and case.suite == "search":
+            self.oracle.prepare([case], SUITES_DIR)
         return self.oracle.expected(case)
 
     def check(self, case: Case, graded: bool = True, properties: list | None = None) -> None:

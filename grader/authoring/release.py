@@ -28,12 +28,16 @@ leaks are the error.
 
 A release covers every assignment, or those named (`assignments=`): a narrower release
 ships only their packages, suites and folders under grader/assignments/, so its grader
-knows no other assignment.
+knows no other assignment. A scope file (`scopes=`, `grader.scope`) narrows an assignment
+further: it becomes that assignment's default scope in the bundle
+(`grader/assignments/<name>/scope.toml`), so the students' pytest and the Classroom command
+grade only the ops and topics it admits, at its points, and the README counts the same.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import sys
 import tempfile
@@ -48,6 +52,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from grader.authoring.leaks import Leak, forbidden_files, scan, secrets
+from grader.scope import FILE as SCOPE_FILE
+from grader.scope import Scope, ScopeError, load, resolve, select, vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = Path(__file__).resolve().parent / "bundle"
@@ -238,9 +244,38 @@ def _copy(src: Path, dest: Path) -> None:
         shutil.copyfile(path, target)
 
 
-def build(dest: Path, repo: Path, names: list[str]) -> None:
-    """Write the bundle into the empty directory `dest` (unchecked: see `release`)."""
+def scope_toml(scope: Scope) -> str:
+    """A scope as the TOML of a scope file (the bundle's default for its assignment)."""
+    ops, features = vocabulary(scope.assignment)
+    name = scope.assignment
+    lines = [
+        f"# The {name} assignment's scope in this repository (written by `python -m grader release",
+        f"# --scope {Path(scope.source).name}`): the ops and topics graded, and each topic's points factor.",
+        f"[{name}]",
+        f"ops = {json.dumps([op for op in ops if op in scope.ops])}",
+        f"features = {json.dumps([f for f in features if f in scope.features])}",
+        "",
+        f"[{name}.topics]",
+        *(f"{json.dumps(topic)} = {float(factor)!r}" for topic, factor in scope.topics.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def graded_cases(repo: Path, names: list[str], scopes: dict[str, Scope]) -> list:
+    """The public cases the bundle grades: in scope, with their points scaled. PyTorch runs
+    (or its cache is read) only when a scope leaves an op out."""
     from grader.case.define import collect
+    from grader.pipeline import needs_from
+    from grader.verdict.oracle import Oracle, default_cache_dir
+
+    defaults = {name: load(repo / "grader" / "assignments" / name / SCOPE_FILE)[0] for name in names}
+    cases = collect(repo / "tests", names, ("public",))
+    return select(cases, {**defaults, **scopes}, needs_from(Oracle(default_cache_dir())))
+
+
+def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | None = None) -> None:
+    """Write the bundle into the empty directory `dest` (unchecked: see `release`)."""
+    scopes = scopes or {}
 
     grader = repo / "grader"
     for name in names:
@@ -259,8 +294,9 @@ def build(dest: Path, repo: Path, names: list[str]) -> None:
     (dest / "requirements.txt").write_text(header + "\n".join(pins(modules, repo / "pyproject.toml")) + "\n")
     (dest / "pytest.ini").write_text(PYTEST_INI)
     (dest / "conftest.py").write_text(CONFTEST)
-    cases = collect(repo / "tests", names, ("public",))
-    (dest / "README.md").write_text(student_readme(names, cases))
+    for name, scope in scopes.items():
+        (dest / "grader" / "assignments" / name / SCOPE_FILE).write_text(scope_toml(scope))
+    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes)))
     (dest / ".gitignore").write_text((BUNDLE / "gitignore").read_text())
     workflows = dest / ".github" / "workflows"
     workflows.mkdir(parents=True)
@@ -272,9 +308,15 @@ def check_bundle(root: Path, repo: Path) -> list[Leak]:
     return forbidden_files(root) + scan(root, secrets(repo / "reference", repo / "tests"))
 
 
-def release(out: Path, repo: Path = REPO, assignments: Iterable[str] | None = None) -> Release:
+def release(
+    out: Path,
+    repo: Path = REPO,
+    assignments: Iterable[str] | None = None,
+    scopes: Iterable[str | Path] = (),
+) -> Release:
     """Write the bundle to `out` (new, or an empty directory) if it is clean. With leaks,
-    nothing is written and the returned release lists them."""
+    nothing is written and the returned release lists them. `scopes`: scope files, each
+    assignment they cover graded as they say."""
     out = Path(out).resolve()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty directory")
@@ -286,10 +328,17 @@ def release(out: Path, repo: Path = REPO, assignments: Iterable[str] | None = No
     unknown = [name for name in names if name not in known]
     if unknown:
         raise ReleaseError(f"no public suite for {', '.join(unknown)} (known: {', '.join(known)})")
+    try:
+        chosen = resolve(scopes, repo / "tests", shipped=False)
+    except ScopeError as exc:
+        raise ReleaseError(str(exc)) from None
+    outside = sorted(set(chosen) - set(names))
+    if outside:
+        raise ReleaseError(f"a scope covers {', '.join(outside)}, which this release leaves out")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        build(staging, repo, names)
+        build(staging, repo, names, chosen)
         leaks = check_bundle(staging, repo)
         files = [p.relative_to(staging).as_posix() for p in sorted(staging.rglob("*")) if p.is_file()]
         size = sum((staging / f).stat().st_size for f in files)

@@ -74,7 +74,7 @@ class Backend:
             fn = self.ops[op]
         except KeyError:
             raise UnknownOp(f"{self.name} has no operation {op!r}") from None
-        if op not in self.plain_ops:  # a 10**6-op chain records its one op once
+        if op not in self.plain_ops:  # a 10**5-op chain records its one op once
             self.used.update(self.needs_of(op, args, kwargs))
             if not self.needs_depend_on_arguments:
                 self.plain_ops.add(op)

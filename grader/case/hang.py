@@ -12,9 +12,12 @@ misleads only the message of a case that scores zero anyway. Names are bounded i
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import re
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 HEADER = "Timeout ("
@@ -57,3 +60,30 @@ def describe(location: tuple[str, int, str] | None) -> str:
         return ""
     file, line, func = location
     return f" in {func} ({Path(file).name}, line {line})"
+
+
+class CaseTimedOut(BaseException):
+    """Raised inside the submission's code when a case has used its CPU budget. A
+    BaseException, so that `except Exception` in the submission does not swallow it."""
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise CaseTimedOut("out of CPU time")
+
+
+@contextlib.contextmanager
+def cpu_budget(seconds: float | None) -> Iterator[None]:
+    """Worker side: raise `CaseTimedOut` in whatever runs once this process has used
+    `seconds` of CPU time (None: no budget). CPU time, not wall time, so that a machine
+    busy with other work does not cut a case short; the grader's wall-clock deadline stays
+    behind it for code that swallows the exception or loops outside Python."""
+    if not seconds:
+        yield
+        return
+    previous = signal.signal(signal.SIGPROF, _expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)

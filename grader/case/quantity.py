@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where it is used: a micrograd worker, which has no other use for it,
+# starts without paying for it.
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
 
@@ -27,6 +31,8 @@ class Quantity:
     dtype: str = "float64"
 
     def array(self) -> np.ndarray:
+        import numpy as np
+
         return np.array(self.data, dtype=np.float64).reshape(self.shape)
 
     def to_plain(self) -> dict[str, Any]:
@@ -34,6 +40,8 @@ class Quantity:
 
     @classmethod
     def from_array(cls, array: Any, dtype: str | None = None) -> Quantity:
+        import numpy as np
+
         arr = np.asarray(array)
         if dtype is None:
             dtype = str(arr.dtype) if arr.dtype.kind == "f" else "float64"
@@ -64,6 +72,8 @@ class Quantity:
             return f"{self.data[0]:.6g}"
         arr = self.array()
         if arr.size <= limit:
+            import numpy as np
+
             return np.array2string(arr, precision=4, separator=", ", suppress_small=False)
         head = ", ".join(f"{x:.4g}" for x in arr.reshape(-1)[:limit])
         return f"[{head}, ...] (shape {self.shape})"

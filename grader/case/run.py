@@ -84,6 +84,16 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     return Failure(type(exc).__name__, message, where)
 
 
+def _cause(lib: Any, exc: Exception) -> BaseException:
+    """The backend's better account of an exception, if it has one (needle: a gradient rule
+    that returned a NumPy array, whatever later code tripped over it)."""
+    explain = getattr(lib, "explain_exception", None)
+    try:
+        return (explain(exc) if explain else None) or exc
+    except Exception:
+        return exc
+
+
 def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
     """Run `case` on `lib`. With `roots` (the submission's directories), an exception
     becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug.
@@ -105,7 +115,8 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
     except Exception as exc:
         if roots is None:
             raise
-        return Run(steps=list(lib.tape.steps), needs=lib.needs(), failure=describe_exception(exc, roots))
+        failure = describe_exception(_cause(lib, exc), roots)
+        return Run(steps=list(lib.tape.steps), needs=lib.needs(), failure=failure)
     return Run(
         results=results,
         tape=tape,

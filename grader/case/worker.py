@@ -28,7 +28,7 @@ from grader import assignments
 from grader.case import hang, seccomp
 from grader.case.define import collect
 from grader.case.loading import SubmissionError, running
-from grader.case.run import run_case
+from grader.case.run import Run, describe_exception, run_case
 from grader.case.wire import MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
@@ -107,6 +107,22 @@ class Channel:
             os._exit(0)
 
 
+def probe(assignment: Any, modules: Any, seconds: float) -> bool:
+    """Did backward() fail to return, within `seconds` of CPU, on the smallest graph with a
+    node used twice? A correct engine, however slow, takes microseconds; any other outcome
+    (it returned, it raised) is not a hang."""
+    lib = assignment.engine(modules, trace=False)
+    with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
+        try:
+            with hang.cpu_budget(seconds):
+                lib.probe_backward()
+        except hang.CaseTimedOut:
+            return True
+        except Exception:
+            return False
+    return False
+
+
 def main(argv: list[str]) -> None:
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
@@ -129,12 +145,20 @@ def main(argv: list[str]) -> None:
     told = len(modules.notes)
     channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
+    if job.get("probe"):
+        channel.send({"kind": "probe", "hung": probe(assignment, modules, job["probe"])})
+        channel.wait()
+    budgets = job.get("cpu") or {}
     for case_id in ids:
         case = cases[case_id]
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
-            run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
+            try:
+                with hang.cpu_budget(budgets.get(case_id)):
+                    run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
+            except hang.CaseTimedOut as exc:
+                run = Run(failure=describe_exception(exc, [work]))
         hang.disarm()
         run.output = buffer.getvalue()
         run.notes, told = modules.notes[told:], len(modules.notes)

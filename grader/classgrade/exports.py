@@ -3,7 +3,8 @@
 - `grades.csv`: nbgrader's export columns, one row per student and assignment;
 - `cases.csv`: one row per student and case (the instructor's view: messages included);
 - `results/<student>/results.json`: Gradescope's format, the student's view
-  (`grader.report.gradescope`).
+  (`grader.report.gradescope`);
+- `pages/index.html` (the class dashboard) and `pages/students/*.html` (`grader.report.html`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from grader.classgrade.gradebook import Gradebook
 from grader.report.gradescope import gradescope, write_json, write_text
-from grader.report.model import Report
+from grader.report.html import write_pages
+from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 
 NBGRADER_COLUMNS = (
     "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
@@ -69,7 +71,7 @@ def case_rows(book: Gradebook) -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
-def export_all(book: Gradebook, out: str | Path) -> list[Path]:
+def export_all(book: Gradebook, out: str | Path, visibility: str = DEFAULT_HIDDEN_VISIBILITY) -> list[Path]:
     """Write every export under `out`; returns the paths written."""
     out = Path(out)
     written = [out / "grades.csv", out / "cases.csv"]
@@ -79,4 +81,6 @@ def export_all(book: Gradebook, out: str | Path) -> list[Path]:
         path = out / "results" / student / "results.json"
         write_json(gradescope(report), path)
         written.append(path)
+    write_pages(dict(book.reports()), out / "pages", visibility)
+    written.append(out / "pages" / "index.html")
     return written

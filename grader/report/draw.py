@@ -328,10 +328,10 @@ def _recorded_fields(node: dict) -> tuple[str, str, str]:
     grad = f"grad {node['grad']}"
     if "got_grad" in node:
         grad += f" (got {node['got_grad']})"
-    return str(node["name"]), _short(value, 60), _short(grad, 60)
+    return str(node["name"]), _short(value, 100), _short(grad, 100)
 
 
-def draw_graph(graph: dict, rankdir: str = "LR") -> Graph:
+def draw_graph(graph: dict, rankdir: str = "TB") -> Graph:
     """Draw a report's recorded graph (`grader.verdict.graph.case_graph`): PyTorch's value
     and gradient on each node, the submission's where they differ, the wrong node in red."""
     nodes = {n["id"]: _Recorded(str(n["name"]), str(n["op"]), _recorded_fields(n)) for n in graph["nodes"]}

@@ -36,6 +36,7 @@ from grader.report.model import (
     view,
     with_hidden_visibility,
 )
+from grader.verdict.graph import blame
 
 MAX_PRINTED = 2000
 #: rows in the dashboard's lists of lowest-scoring and slowest submissions
@@ -59,7 +60,7 @@ pre.printed { border-left-color: #999; }
 .bar > span { display: block; height: 100%; background: #2ca02c; }
 .ok { color: #1a7f37; } .bad { color: #b42318; } .muted { color: #666; }
 .case { border-top: 1px solid #ddd; padding-top: .3rem; }
-.graph svg { max-width: 100%; height: auto; }
+.graph { overflow-x: auto; } .graph svg { height: auto; }
 .note { background: #fff3c4; padding: .4rem .7rem; }
 """
 
@@ -139,10 +140,11 @@ def _failure(r: CaseResult) -> list[str]:
 # ---- the student's page ----
 
 
-def student_page(report: Report, visibility: str = DEFAULT_HIDDEN_VISIBILITY) -> str:
-    """One student's feedback, with hidden cases shown as `visibility` allows."""
+def student_page(report: Report, visibility: str = DEFAULT_HIDDEN_VISIBILITY, name: str | None = None) -> str:
+    """One student's feedback, with hidden cases shown as `visibility` allows; titled with
+    `name` (the student's id), else the submission directory's name."""
     seen = view(with_hidden_visibility(report, visibility), Audience.STUDENT)
-    name = Path(report.submission).name or report.submission
+    name = name or Path(report.submission).name or report.submission
     body = [
         f"<h1>Grading feedback: {escape(name)}</h1>",
         f'<p class="score" id="score">Score: {_points(seen.score)} / {_points(seen.max_score)}</p>',
@@ -188,7 +190,7 @@ def histogram_svg(percents: list[float], bins: int = BINS, width: int = 640, hei
     for p in percents:
         counts[min(bins - 1, max(0, int(p * bins / 100)))] += 1
     top = max(counts, default=0) or 1
-    left, bottom, pad = 40, 30, 10
+    left, bottom, pad = 40, 30, 24
     plot_w, plot_h = width - left - pad, height - bottom - pad
     bar_w = plot_w / bins
     parts = [
@@ -251,8 +253,10 @@ def _op_rows(reports: dict[str, Report]) -> list[tuple[str, int, int, int]]:
                 counts = used.setdefault(op, [0, 0])
                 counts[0] += r.passed
                 counts[1] += 1
-            if r.blame and not r.passed:
-                blamed.setdefault(r.blame, set()).add(student)
+            # a report read back from a store that kept only the message: the same words
+            laid = r.blame or (blame(r.message) if not r.passed else "")
+            if laid and not r.passed:
+                blamed.setdefault(laid, set()).add(student)
     names = set(used) | set(blamed)
     rows = [(n, *used.get(n, [0, 0]), len(blamed.get(n, ()))) for n in names]
     return sorted(rows, key=lambda row: (-row[3], row[1] / row[2] if row[2] else 1.0, row[0]))
@@ -351,5 +355,5 @@ def write_pages(reports: dict[str, Report], out: Path, visibility: str = DEFAULT
     under `out/students/` (named by `page_name`), each written atomically."""
     out = Path(out)
     for student, report in reports.items():
-        write_text(student_page(report, visibility), out / "students" / page_name(student))
+        write_text(student_page(report, visibility, student), out / "students" / page_name(student))
     write_text(dashboard(reports), out / "index.html")

@@ -134,6 +134,10 @@ def argv(
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     parents = _Parents()
     args += _system(parents)
+    # /tmp first: a runtime or a numpy that lives under /tmp (a virtual environment made
+    # there) is bound on top of the fresh tmpfs, not hidden by it
+    args += ["--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
+    parents.made.add(Path("/tmp"))  # a fresh tmpfs: what lies under it is made in it
     for path in _runtime():
         args += [*parents(str(path)), "--ro-bind", str(path), str(path)]
     shown = [*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]
@@ -144,8 +148,7 @@ def argv(
         args += [*parents(str(folder)), "--ro-bind", str(folder), str(folder)]
     for folder in covered:
         args += ["--remount-ro", str(folder)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
-    parents.made.add(Path("/tmp"))  # a fresh tmpfs: what lib/ and work/ need is made in it
+    args += ["--proc", "/proc", "--dev", "/dev"]
     args += [*parents(str(lib)), "--ro-bind", str(lib), str(lib)]
     args += [*parents(str(work)), "--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--clearenv"]

@@ -18,6 +18,7 @@ import ctypes.util
 import functools
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -80,7 +81,14 @@ def confine(writable: str, hidden: list[str]) -> None:
 def preexec(writable: Path, hidden: Iterable[Path]) -> Callable[[], None]:
     """The `preexec_fn` for a worker; `hidden` keeps only directories outside `writable`."""
     root = writable.resolve()
-    dirs = {p for p in (Path(h).resolve() for h in hidden) if p.is_dir() and not root.is_relative_to(p)}
+    # never the interpreter's own environment: a virtual environment made inside the
+    # submission's directory (a student's repository) must stay visible, or no worker starts
+    interpreter = Path(sys.prefix).resolve()
+    dirs = {
+        p
+        for p in (Path(h).resolve() for h in hidden)
+        if p.is_dir() and not root.is_relative_to(p) and not interpreter.is_relative_to(p)
+    }
     outer = [p for p in dirs if not any(p != q and p.is_relative_to(q) for q in dirs)]  # covered with them
     return functools.partial(confine, str(root), sorted(map(str, outer)))
 

@@ -6,10 +6,18 @@ times out, crashes the worker, exhausts its memory or answers with anything malf
 that case gets a fault and a fresh worker takes the remaining ones. A submission that
 cannot be imported faults every case of that worker. The total budget bounds it all.
 
+A backward() that never returns would cost a full timeout, and a fresh worker, for every
+case that calls it. So before its first case, each assignment's first worker runs a probe:
+backward() on the tiniest graph with a node used twice, with PROBE_CPU seconds of CPU. A
+correct engine, however slow, returns in microseconds, and grading goes on as usual. If it
+does not return, each later case of that assignment gets a CPU budget of SUSPECT_CPU, or the
+yardstick where PyTorch's run was longer, which the worker enforces itself (a case out of
+CPU fails as timed out, where it was stuck, and the worker goes on: no restart). A case
+that does not call backward(), or whose graph backward() gets through, still passes.
+
 A timed-out case's message says where the submission was stuck (see `hang`). Once cases
-have hung REPEATS times in one function, each later case gets at most SHORT_TIMEOUT: an
-infinite loop in `backward()` would otherwise cost a full timeout for every case that calls
-it, and a whole class's grading waits on it.
+have hung REPEATS times in one function, each later case gets at most SHORT_TIMEOUT: a
+backward() that hangs only on some graphs costs about a second per case, not a timeout.
 """
 
 from __future__ import annotations
@@ -33,6 +41,14 @@ from grader.verdict.integrity import Finding, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
 REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT
+#: CPU seconds the probe's backward() may take (a correct engine takes microseconds)
+PROBE_CPU = 0.5
+#: wall seconds the grader waits for the probe's answer (CPU time is what ends a probe; this
+#: is for code that swallows the exception or loops outside Python)
+PROBE_WAIT = 10.0
+#: CPU seconds a case gets, at least, once backward() hung on the probe; a case whose
+#: PyTorch run took longer gets SLOWER times that (the yardstick)
+SUSPECT_CPU = 0.02
 SHORT_TIMEOUT = 1.0  # seconds
 UNCHECKED = "the worker exited before its result could be checked"
 
@@ -126,11 +142,22 @@ class SandboxEngine:
         self.hangs: Counter[tuple[str, str]] = Counter()
         #: whether every worker so far runs under the seccomp filter
         self.filtered = True
+        #: assignment -> whether its backward() hung on the probe (absent: not probed yet)
+        self.probed: dict[str, bool] = {}
+        #: case id -> the time it may take at least, from PyTorch's (see pipeline.yardstick)
+        self.yardstick: dict[str, float] = {}
 
-    def run_all(self, cases: Iterable[Case], timeouts: dict[str, float] | None = None) -> list[Run]:
-        """Each case's run, in order. `timeouts` may give a case more than `limits.timeout`."""
+    def run_all(
+        self,
+        cases: Iterable[Case],
+        timeouts: dict[str, float] | None = None,
+        yardstick: dict[str, float] | None = None,
+    ) -> list[Run]:
+        """Each case's run, in order. `timeouts` may give a case more than `limits.timeout`;
+        `yardstick` is how long each case may take at least (it sizes the short budgets)."""
         cases = list(cases)
         self.timeouts = timeouts or {}
+        self.yardstick = yardstick or {}
         runs: dict[str, Run] = {}
         groups: dict[tuple[str, str], list[Case]] = {}
         for case in sorted(cases, key=lambda c: SUITE_ORDER.index(c.suite)):
@@ -160,6 +187,8 @@ class SandboxEngine:
                 "suite": suite,
                 "ids": [c.id for c in remaining],
                 "timeouts": {c.id: self._timeout(c) for c in remaining},
+                "probe": self._probing(assignment),
+                "cpu": {c.id: self._cpu(c) for c in remaining} if self.probed.get(assignment) else {},
                 "load_timeout": self.limits.timeout,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
@@ -178,7 +207,50 @@ class SandboxEngine:
 
     def _timeout(self, case: Case) -> float:
         seconds = self.timeouts.get(case.id, self.limits.timeout)
+        if self.probed.get(case.assignment):  # the CPU budget ends it; this is the backstop
+            return min(seconds, max(SHORT_TIMEOUT, 20 * self._cpu(case)))
         return min(seconds, SHORT_TIMEOUT) if self._repeated() else seconds
+
+    def _probing(self, assignment: str) -> float:
+        """The probe's CPU budget if this assignment's next worker runs it, else 0."""
+        return PROBE_CPU if assignment not in self.probed else 0
+
+    def _cpu(self, case: Case) -> float:
+        """A case's CPU budget once its assignment's backward() hung on the probe."""
+        return max(SUSPECT_CPU, self.yardstick.get(case.id, 0.0))
+
+    def _probe(self, worker: WorkerProcess, assignment: str, cases: list[Case], runs: dict[str, Run]) -> bool:
+        """Wait for the probe's answer. True: go on with these cases on this worker; False:
+        start another (with short CPU budgets, if backward() hung)."""
+        try:
+            answer = self._wait(worker, PROBE_WAIT)
+        except BudgetExhausted as fault:
+            for case in cases:
+                runs[case.id] = Run(fault=str(fault))
+            return False
+        except Crash:
+            self.probed[assignment] = False  # not a hang; the cases will say what it is
+            return False
+        except Fault:  # no answer in PROBE_WAIT: it hung where CPU time could not end it
+            self.probed[assignment] = True
+            return False
+        if answer.get("kind") != "probe":  # out of step: start afresh, without a probe
+            self.probed[assignment] = False
+            return False
+        self.probed[assignment] = answer.get("hung") is True
+        return not self.probed[assignment]
+
+    def _timed_out(self, case: Case, run: Run) -> Run:
+        """A case the worker ended when its CPU budget ran out: a timeout, saying where."""
+        location = run.failure.where if run.failure is not None else None
+        if location is not None:
+            self.hangs[location[0], location[2]] += 1
+        budget = self._cpu(case)
+        return Run(
+            fault=f"timed out after {budget:.2g} s of CPU{hang.describe(location)} (backward() did not "
+            "return on the grader's tiny probe graph either, `a * 3 + a`, so each case had a short budget)",
+            seconds=run.seconds,
+        )
 
     def _repeated(self) -> tuple[str, str] | None:
         """The function where cases hung REPEATS times, if any."""
@@ -208,7 +280,7 @@ class SandboxEngine:
         message = f"timed out after {seconds:.3g} s{hang.describe(location)}"
         if location is not None:
             self.hangs[location[0], location[2]] += 1
-        if was_repeated:
+        if was_repeated and seconds <= SHORT_TIMEOUT:
             message += f" (cut to {SHORT_TIMEOUT:g} s once {REPEATS} cases had hung in {was_repeated[1]})"
         return message
 
@@ -250,6 +322,10 @@ class SandboxEngine:
                 runs[case.id] = Run(fault=f"importing {assignment} failed: {UNCHECKED}")
             return []
         worker.proceed()
+        if self._probing(assignment):
+            if not self._probe(worker, assignment, cases, runs):
+                return [case for case in cases if case.id not in runs]
+            worker.proceed()
         for i, case in enumerate(cases):
             started = time.monotonic()
             try:
@@ -264,7 +340,9 @@ class SandboxEngine:
             if not self._check(worker, assignment):
                 runs[case.id] = Run(fault=UNCHECKED)
                 return cases[i + 1 :]
-            if run.failure is not None:
+            if run.failure is not None and run.failure.type == "CaseTimedOut":
+                run = self._timed_out(case, run)
+            elif run.failure is not None:
                 if run.failure.type == "MemoryError":
                     runs[case.id] = Run(
                         fault=f"the worker ran out of memory (limit {self.limits.memory} MiB)"
@@ -274,6 +352,7 @@ class SandboxEngine:
             runs[case.id] = run
             self._note([self._local(n, work) for n in run.notes])
             worker.proceed()
+        worker.finish()
         return []
 
     def _note(self, notes: list[str]) -> None:

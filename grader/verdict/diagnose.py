@@ -52,7 +52,7 @@ class Tape:
     @property
     def tensors(self) -> bool:
         """A tensor library's tape (needle), rather than micrograd's scalars."""
-        return bool(self.hints.BACKWARD != "backward()")
+        return bool(self.hints.TENSORS)
 
     def name(self, i: int) -> str:
         return self.names.get(i) or self.steps[i].label or f"t{i}"
@@ -90,8 +90,9 @@ class Tape:
         if not self.actual:
             return None
         e, a = self.expected[i].get("rule"), self.actual[i].get("rule")
-        if e is None:
-            return None
+        inputs = [r.index for r in self.steps[i].inputs if isinstance(r, NodeRef)]
+        if e is None or any(self.differs(j, "value") for j in inputs):
+            return None  # probed at other inputs than PyTorch's: nothing to compare
         return a is not None and close(e, a) is None
 
     def rule_is_right(self, i: int) -> bool:
@@ -152,13 +153,8 @@ def _op(tape: Tape, i: int) -> str:
     named = tape.hints.OP_NAMES.get(step.op)
     if named:
         return named
-    if tape.tensors:
-        from grader.assignments.needle.backend import needle_class
-
-        cls = needle_class(step.op, step.inputs)
-        if cls:
-            return f"{step.op} ({cls})"
-    return step.op
+    cls = tape.hints.op_class(step.op, step.inputs)
+    return f"{step.op} ({cls})" if cls else step.op
 
 
 def _q(x: Quantity | None) -> str:
@@ -189,6 +185,11 @@ def explain_failure(failure: Failure, hints: ModuleType | None = None) -> str:
     if failure.not_implemented:
         func = failure.where[2] if failure.where else "a function of the submission"
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
+    if failure.type in (
+        "GradientTypeError",
+        "NoGradientError",
+    ):  # the grader's own finding: the message says it all
+        return failure.message
     text = f"{failure.type}{where}: {failure.message}"
     if failure.type == "KeyError" and failure.where and failure.where[2] == "compute_gradient_of_variables":
         first = failure.message.splitlines()[0] if failure.message else ""
@@ -241,11 +242,9 @@ def explain_forward(tape: Tape) -> str | None:
 def _built_from(tape: Tape, i: int) -> str:
     """For an operator built from other ops: which ones (a wrong one is in that method)."""
     step = tape.steps[i]
-    if step.op not in tape.hints.OP_NAMES or not tape.tensors:
+    cls = tape.hints.op_class(step.op, step.inputs)
+    if step.op not in tape.hints.OP_NAMES or not cls:
         return ""
-    from grader.assignments.needle.backend import needle_class
-
-    cls = needle_class(step.op, step.inputs)
     written = tape.expression(i).split(" = ", 1)[1]
     return f"\n  {written} runs {tape.hints.OP_NAMES[step.op]}, which builds {cls}"
 
@@ -327,9 +326,9 @@ def _assign(tape: Tape) -> str:
 
 
 def _feeds_detach(tape: Tape, i: int) -> bool:
-    """Is node i an ancestor of some detach() whose rule is not known to be right?"""
-    detached = [j for j, s in enumerate(tape.steps) if s.op == "detach" and tape.rule(j) is not True]
-    todo = [r.index for j in detached for r in tape.steps[j].inputs if isinstance(r, NodeRef)]
+    """Is node i an ancestor of some detach()? (Its probe, on a fresh leaf, cannot tell
+    whether a detached node keeps its op and inputs.)"""
+    todo = [r.index for s in tape.steps if s.op == "detach" for r in s.inputs if isinstance(r, NodeRef)]
     seen: set[int] = set()
     while todo:
         j = todo.pop()
@@ -352,6 +351,8 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         if not tape.tensors and tape.steps[i].op == "detach":
             detach = f"\n  {hints.DETACH}"
         users = tape.consumers(i)
+        if detach and tape.tensors and _single_adjoint(tape, i, users):
+            detach = ""  # it got one of its partial adjoints: the sum is wrong, not detach()
         unknown = [j for j in users if tape.expected[j]["grad"] is None and tape.steps[j].op != "grad"]
         if _higher_order(tape) and unknown:
             return _explain_second_order(tape, i, got)
@@ -471,6 +472,12 @@ def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
         if rule is None:
             return False
         flat, at = rule.array().reshape(-1), 0
+        if flat.size != sum(
+            tape.expected[r.index]["value"].array().size
+            for r in tape.steps[j].inputs
+            if isinstance(r, NodeRef)
+        ):
+            return False
         for ref in tape.steps[j].inputs:
             if not isinstance(ref, NodeRef):
                 continue
@@ -481,7 +488,10 @@ def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
     actual = tape.actual[i]["grad"]
     if len(pieces) < 2 or actual is None:
         return False
-    return any(close(Quantity.from_array(p.reshape(actual.shape)), actual) is None for p in pieces)
+    size = actual.array().size
+    return any(
+        p.size == size and close(Quantity.from_array(p.reshape(actual.shape)), actual) is None for p in pieces
+    )
 
 
 def _explain_second_order(tape: Tape, i: int, got: str) -> str:
@@ -547,6 +557,16 @@ def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     tensors = tape.tensors or any(m.expected is not None and m.expected.shape != () for m in mismatches)
     if tensors and any(s.op == "detach" for s in tape.steps):
         hints.append(tape.hints.DETACH)
+    refused = [
+        tape.name(i)
+        for i in range(len(tape.steps) if tape.actual else 0)
+        if (e := tape.expected[i].get("requires_grad")) is not None
+        and (a := tape.actual[i].get("requires_grad")) is not None
+        and e.data[0] == 1.0
+        and a.data[0] == 0.0
+    ]
+    if refused:
+        hints.append(f"the leaves {', '.join(refused[:MAX_USERS])}: {tape.hints.NO_GRADIENT}")
     return "".join(f"\n  {h}" for h in hints)
 
 
@@ -570,7 +590,8 @@ def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment:
         return explain_failure(actual.failure, hints) + mlp_note(expected, assignment)
     tape = Tape(expected, actual, hints)
     values = [m for m in mismatches if not m.is_grad]
-    head = explain_forward(tape) if values else None
+    wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
+    head = explain_forward(tape) if values or wrong_grad_node else None
     if head is None:
         head = explain_gradient(tape)
     listing = explain_results(mismatches) + explain_orders(tape, mismatches)

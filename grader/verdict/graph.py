@@ -23,18 +23,18 @@ from typing import Any
 
 from grader.case.run import Run
 from grader.case.trace import NodeRef
-from grader.verdict.diagnose import Tape, op_name
+from grader.verdict.diagnose import Tape, hints_for, op_name
 
 #: nodes of one graph kept for a picture: the ones nearest the wrong node
-MAX_NODES = 40
+MAX_NODES = 12
 #: tapes longer than this get no picture (a 10^6-op chain): indexing them costs more than it shows
 MAX_TAPE = 20_000
 NOT_OPS = ("leaf", "parameter", "grad")
 
 
-def case_ops(expected: Run) -> list[str]:
+def case_ops(expected: Run, assignment: str) -> list[str]:
     """The rules a case exercises, by the oracle's tape (`mul`, `EWiseDiv`, ...)."""
-    tape = Tape(expected, expected)
+    tape = Tape(expected, expected, hints_for(assignment))
     first: dict[tuple, int] = {}  # one step per kind: a name depends on the op and its arity
     for i, step in enumerate(tape.steps):
         if step.op not in NOT_OPS:
@@ -113,18 +113,24 @@ def _near(start: int, tape: Tape, users: dict[int, list[int]], limit: int) -> li
 
 
 def _text(quantity: Any) -> str:
-    return "none" if quantity is None else " ".join(quantity.describe(limit=4).split())
+    """A quantity in a few words for a picture: a number, or a shape and its first numbers."""
+    if quantity is None:
+        return "none"
+    if quantity.shape == ():
+        return f"{quantity.data[0]:.6g}"
+    head = ", ".join(f"{x:.4g}" for x in quantity.data[:3])
+    return f"shape {quantity.shape} [{head}{', ...' if len(quantity.data) > 3 else ''}]"
 
 
 def case_graph(
-    expected: Run, actual: Run, message: str = "", limit: int = MAX_NODES
+    expected: Run, actual: Run, assignment: str, message: str = "", limit: int = MAX_NODES
 ) -> tuple[dict | None, str]:
     """(graph, blame) for a case whose numbers differ: the graph is None when the tapes do
     not line up (the submission raised, or its tape is another shape) or nothing differs."""
     blamed = blame(message)
     if not expected.steps or len(expected.steps) > MAX_TAPE or len(actual.tape) != len(expected.tape):
         return None, blamed
-    tape = Tape(expected, actual)
+    tape = Tape(expected, actual, hints_for(assignment))
     wrong = wrong_node(tape)
     if wrong is None:
         return None, blamed

@@ -151,9 +151,9 @@ class Value:
         before the inputs they were computed from.
         """
         ### BEGIN SOLUTION
-        # hint: order the nodes topologically (with a loop: 10**6 ops must work), then run each _backward
+        # hint: order the nodes topologically (with a loop: 10**5 ops must work), then run each _backward
         # Depth-first post-order with an explicit stack instead of recursion, so that a
-        # chain of a million operations does not hit Python's recursion limit.
+        # chain of 100 000 operations does not hit Python's recursion limit.
         topo, visited = [], set()
         stack = [(self, False)]
         while stack:

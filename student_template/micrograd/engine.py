@@ -133,7 +133,7 @@ class Value:
         before the inputs they were computed from.
         """
         # YOUR CODE HERE
-        raise NotImplementedError('order the nodes topologically (with a loop: 10**6 ops must work), then run each _backward')
+        raise NotImplementedError('order the nodes topologically (with a loop: 10**5 ops must work), then run each _backward')
 
     # ---- everything else is built from the primitives above ----
     #

@@ -17,6 +17,7 @@ from grader.report.model import CaseResult
 from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, materialize
 from tests.harness.bugs.micrograd import BY_NAME
+from tests.harness.bugs.needle import BUGS as NEEDLE_BANK
 
 ENGINE = "micrograd/engine.py"
 NN = "micrograd/nn.py"
@@ -142,3 +143,168 @@ def test_leaves_made_without_requires_grad_are_said_to_get_no_gradient(cases, or
     message = failed(run(NO_GRAD_LEAVES, chosen(cases, r"test_ops::backward\[add\]"), oracle, tmp_path))
     assert message["micrograd/test_ops::backward[add]"].startswith("the leaves a, b received no gradient")
     assert "requires_grad = False" in message["micrograd/test_ops::backward[add]"]
+
+
+# ---- repeated backward(): the tape of each call says which one went wrong ----
+
+DETACH_AND_TWO_OUTPUTS = '''
+from grader.case import case
+
+
+@case("micrograd", topic="accumulation", points=1)
+def test_two_outputs_and_a_detach(lib):
+    """backward() from y1, then from y2 = h + h.detach(): h is an interior node of both."""
+    a = lib.value(0.5, "a")
+    h = a * 3.0
+    y1 = h * h
+    lib.backward(y1)
+    y2 = h + h.detach()
+    lib.backward(y2)
+    return {"a": a, "h": h, "y1": y1, "y2": y2}
+'''
+
+
+def test_interior_gradients_not_reset_are_blamed_on_backward(oracle, tmp_path):
+    """h feeds a detach(), whose rule is not probed: the snapshot after each backward() call
+    shows h holding its first gradient plus its second, which is backward()'s doing."""
+    suite = tmp_path / "suites" / "public" / "micrograd"
+    suite.mkdir(parents=True)
+    (suite / "test_repeated.py").write_text(DETACH_AND_TWO_OUTPUTS)
+    mine = collect(tmp_path / "suites", ["micrograd"], ["public"])
+    assert run(TANH_FROM_EXP, mine, Oracle(), tmp_path)[mine[0].id].passed  # a right engine passes
+    message = failed(run(BY_NAME["double-counting"], mine, Oracle(), tmp_path))[mine[0].id]
+    assert message.startswith("wrong gradient of h from backward()"), message
+    assert "start the interior nodes' gradients from zero" in message and "`+=`" not in message
+
+
+# ---- an MLP's failures state the MLP's contract ----
+
+MLP_BUGS = [
+    Bug(
+        "mlp-last-layer-relu",
+        "every layer of the MLP applies ReLU, the last one too",
+        [(NN, "nonlin=i != len(nouts) - 1", "nonlin=True")],
+    ),
+    Bug(
+        "mlp-tanh-hidden",
+        "hidden neurons apply tanh instead of ReLU",
+        [(NN, "return act.relu() if self.nonlin else act", "return act.tanh() if self.nonlin else act")],
+    ),
+    Bug(
+        "mlp-other-signature",
+        "MLP(nouts, nin): the arguments the other way round",
+        [(NN, "    def __init__(self, nin, nouts):\n", "    def __init__(self, nouts, nin):\n")],
+    ),
+]
+
+
+@pytest.mark.parametrize("bug", MLP_BUGS, ids=lambda bug: bug.name)
+def test_every_mlp_failure_states_the_contract(bug, cases, oracle, tmp_path):
+    mlp = chosen(cases, r"^micrograd/.*(mlp|zero_grad)")
+    messages = failed(run(bug, mlp, oracle, tmp_path))
+    assert messages
+    for text in ("MLP(nin, nouts)", "called on a list", "hidden layer applies ReLU", "last layer is linear"):
+        assert {i: m for i, m in messages.items() if text not in m} == {}, text
+
+
+# ---- needle: the adjoint sum, an operator the student wrote, a gradient's type ----
+
+NEEDLE_BUGS = {bug.name: bug for bug in NEEDLE_BANK}
+
+RSUB_REVERSED = Bug(
+    "rsub-reversed",
+    "`2 - a` computed as `a - 2`",
+    [
+        (
+            AUTOGRAD,
+            "        return ops.AddScalar(other)(ops.Negate()(self))",
+            "        return ops.AddScalar(-other)(self)",
+        )
+    ],
+)
+NUMPY_GRADIENT = Bug(
+    "mul-gradient-returns-numpy",
+    "EWiseMul.gradient returns NumPy arrays",
+    [
+        (
+            OPS,
+            "        lhs, rhs = node.inputs\n        return out_grad * rhs, out_grad * lhs",
+            "        lhs, rhs = node.inputs\n"
+            "        return out_grad.numpy() * rhs.numpy(), out_grad.numpy() * lhs.numpy()",
+        )
+    ],
+)
+
+
+def test_needle_adjoints_not_summed_are_blamed_on_the_sum(cases, oracle, tmp_path):
+    needle = chosen(cases, r"^needle/(?!.*(random|deep))")
+    results = run(NEEDLE_BUGS["adjoints-overwritten"], needle, oracle, tmp_path)
+    messages = {i: m for i, m in failed(results).items() if i in {c.id for c in needle if c.trace}}
+    assert len(messages) > 20
+    blamed = {i: m.splitlines()[0] for i, m in messages.items() if m.startswith("wrong gradient from")}
+    assert blamed == {}
+    for wrong in ("no gradient flows through detach()", "backward ran more than once"):
+        assert {i: m for i, m in messages.items() if wrong in m} == {}
+    for case_id in ("needle/test_composite::partial_adjoints_summed", "needle/test_detach::detach_mid_graph"):
+        assert "from compute_gradient_of_variables" in messages[case_id].splitlines()[0], messages[case_id]
+        assert "one partial adjoint, not their sum" in messages[case_id]
+
+
+def test_a_reversed_rsub_is_blamed_on_rsub(cases, oracle, tmp_path):
+    rsub = [c for c in chosen(cases, r"^needle/.*rsub") if c.trace]
+    messages = failed(run(RSUB_REVERSED, rsub, oracle, tmp_path))
+    assert set(messages) == {c.id for c in rsub}
+    for message in messages.values():
+        first = message.splitlines()[0]
+        assert first.startswith("wrong value from Tensor.__rsub__") and "AddScalar" not in first, message
+
+
+def test_a_gradient_returning_numpy_is_named_wherever_it_surfaces(cases, oracle, tmp_path):
+    needle = chosen(cases, r"^needle/(?!.*(random|deep))")
+    messages = failed(run(NUMPY_GRADIENT, needle, oracle, tmp_path))
+    assert "needle/test_op_gradients::op_gradient[EWiseMul]" in messages  # its own case too
+    assert len(messages) > 20
+    said = "EWiseMul.gradient returned numpy."
+    assert {i: m for i, m in messages.items() if not m.startswith(said) or "return Tensors" not in m} == {}
+
+
+NEEDLE_LEAVES_WITHOUT_GRAD = Bug(
+    "tensor-drops-requires-grad",
+    "Tensor(array, requires_grad=True) makes a leaf with requires_grad = False",
+    [
+        (
+            AUTOGRAD,
+            "        self._init(None, [], cached_data=cached_data, requires_grad=requires_grad)",
+            "        self._init(None, [], cached_data=cached_data, requires_grad=False)",
+        )
+    ],
+)
+
+
+def test_needle_leaves_without_requires_grad_are_said_to_get_no_gradient(cases, oracle, tmp_path):
+    needle = [c for c in chosen(cases, r"^needle/(?!.*(random|deep))") if c.trace]
+    messages = failed(run(NEEDLE_LEAVES_WITHOUT_GRAD, needle, oracle, tmp_path))
+    assert len(messages) > 50
+    assert {i: m for i, m in messages.items() if "requires_grad = False" not in m} == {}
+    assert {i: m for i, m in messages.items() if m.startswith("wrong gradient from")} == {}
+    add = messages["needle/test_ops::op_backward[add]"]
+    assert add.startswith("the leaves a, b received no gradient"), add
+
+
+# ---- the words: one hints.py per assignment, the same names in each ----
+
+
+def test_every_assignment_has_the_same_hints():
+    from grader.assignments import NAMES
+    from grader.assignments.micrograd.backend import _Leaf, _parts
+    from grader.verdict.diagnose import hints_for
+
+    public = {
+        name: {n for n in vars(hints_for(name)) if (n.isupper() and not n.startswith("_")) or n == "op_class"}
+        for name in NAMES
+    }
+    assert len({frozenset(names) for names in public.values()}) == 1, public
+    built = hints_for("micrograd").BUILT_FROM
+    for op, parts in built.items():
+        probed = _parts(op, [_Leaf(0, 2.0), _Leaf(1, 3.0)]) or _parts(op, [_Leaf(0, 2.0), 3.0])
+        assert [p for p, _ in probed] == [p for p, _ in parts], op

@@ -188,6 +188,9 @@ def test_exports(klass, tmp_path):
     results = json.loads((tmp_path / "results" / reference / "results.json").read_text())
     assert results["score"] == report.score and len(results["tests"]) == len(report.results)
     assert len([p for p in written if p.name == "results.json"]) == SIZE
+    assert (tmp_path / "pages" / "index.html").is_file() and len(
+        list((tmp_path / "pages" / "students").iterdir())
+    ) == SIZE
 
 
 def test_dask_local_cluster_grades_like_the_pool(klass, oracle, tmp_path):

@@ -256,7 +256,10 @@ def test_an_installed_demo_does_not_crash(installed, tmp_path):
         (["--memory", "100"], "--memory 100: must be at least 256 MiB"),
         (["--memory", "0"], "--memory 0: must be at least 256 MiB"),
         (["--results", "/proc/results.json"], "--results /proc/results.json: cannot write there"),
-        (["--feedback", "{tmp}/no/such/dir/feedback.md"], "the directory {tmp}/no/such/dir does not exist"),
+        (
+            ["--feedback", "{tmp}/afile/feedback.md"],
+            "--feedback {tmp}/afile/feedback.md: {tmp}/afile is not a directory",
+        ),
         (["--results", "{tmp}"], "is a directory"),
         (["--suites", "{tmp}"], "no graded suites in {tmp}"),
         (["--timeout", "abc"], "argument --timeout: invalid float value: 'abc'"),
@@ -266,6 +269,7 @@ def test_options_are_checked_before_grading(tmp_path, capsys, monkeypatch, args,
     from grader import cli
 
     monkeypatch.setattr(cli, "grade_submission", lambda *a, **k: pytest.fail("graded"))
+    (tmp_path / "afile").write_text("")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     try:
         status = cli.main(["grade", str(REFERENCE), *args])

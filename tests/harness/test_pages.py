@@ -115,7 +115,7 @@ def test_a_students_page_never_shows_hidden_names_sources_or_messages(buggy, vis
 def test_what_a_submission_prints_or_raises_is_escaped(hostile):
     errors = [r for r in hostile.results if r.status is Status.ERROR and not r.hidden]
     assert errors and all(RAISED in r.message and PRINTED in r.output for r in errors)
-    page = html.student_page(hostile)
+    page = html.student_page(hostile, name='<script>alert("id")</script>')
     assert "<script" not in page.lower() and "<img" not in page.lower()
     assert html.escape(RAISED) in page and html.escape(PRINTED) in page
     board = html.dashboard({'<script>alert("id")</script>': hostile, "x/../../etc": hostile})
@@ -157,6 +157,7 @@ def test_write_pages_and_grade_pages(klass, buggy, tmp_path):
     assert main([*argv, "--assignment", "micrograd"]) == 0
     page = (out / "students" / html.page_name(submission.name)).read_text()
     assert "Hidden cases: " in page and '<div class="graph">' in page
+    assert f"<title>Grading feedback: {submission.name}</title>" in page
     assert (out / "index.html").is_file()
 
 
@@ -253,3 +254,16 @@ def test_the_pages_load_cleanly_and_show_the_chart_and_the_graph(browser, klass,
     assert red > 0.005  # the wrong node, filled in red
     for student in klass:
         assert load(browser, tmp_path / "students" / html.page_name(student)) == []
+
+
+def test_the_dashboard_blames_from_the_message_when_a_store_kept_only_that(klass):
+    """A gradebook may keep each case's message but not `blame`, `ops` or the graph."""
+    from dataclasses import replace
+
+    stored = {
+        s: replace(r, results=[replace(c, blame="", ops=[], graph=None) for c in r.results])
+        for s, r in klass.items()
+    }
+    board = html.dashboard(stored)
+    rows = dict(re.findall(r"<tr><td>([^<]+)</td><td></td><td class=\"num\">(\d+)</td></tr>", board))
+    assert {op: int(rows[op]) for op in RULE_BUGS.values()} == {op: 1 for op in RULE_BUGS.values()}

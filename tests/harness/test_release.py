@@ -253,7 +253,7 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
     assert expected.score < expected.max_score
     forward = [r for r in expected.results if r.topic == "forward"]
     assert forward and all(r.passed for r in forward)
-    score = re.search(r"^Score: (\S+)/(\S+) points$", output, re.M)
+    score = re.search(r"^Score: (\S+)/(\S+) points\b", output, re.M)
     assert score, output[-3000:]
     assert (float(score.group(1)), float(score.group(2))) == (expected.score, expected.max_score)
     # per task: every failure is a missing function, named, with its hint
@@ -306,7 +306,8 @@ def classroom_result(student: StudentEnv, repo: Path, tmp_path: Path) -> dict:
     key, value = line.split("=", 1)
     assert key == "result" and len(value) < 128 * 1024  # one environment string for the reporter
     document = json.loads(base64.b64decode(value, validate=True))
-    assert json.dumps(document, separators=(",", ":")) == base64.b64decode(value).decode()  # compact
+    compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    assert compact == base64.b64decode(value).decode()
     jsonschema.validate(document, GRADER_OUTPUT)
     assert 0 <= sum(t["score"] for t in document["tests"]) <= document["max_score"]
     return document
@@ -434,3 +435,64 @@ def test_a_long_result_is_shortened_to_fit_one_environment_variable():
     decoded = json.loads(base64.b64decode(encode(shorter, limit=60_000)))
     assert [t["name"] for t in decoded["tests"]] == [name for name, _ in names[:100]]
     assert all(0 < len(t["message"]) < 5000 for t in decoded["tests"])  # only cut
+
+
+def test_a_scope_file_narrows_what_the_bundle_grades(tmp_path):
+    from grader.pipeline import needs_from
+    from grader.scope import load, select, vocabulary
+
+    ops = [op for op in vocabulary("micrograd")[0] if op != "sigmoid"]
+    scope_file = tmp_path / "course.toml"
+    scope_file.write_text(
+        f"[micrograd]\nops = {json.dumps(ops)}\n\n"
+        "[micrograd.topics]\nforward = 1\nops = 2\naccumulation = 0.5\n"
+    )
+    made = release(tmp_path / "out", assignments=["micrograd"], scopes=[scope_file])
+    assert made.leaks == []
+    (given,) = load(scope_file)
+    (shipped,) = load(made.out / "grader" / "assignments" / "micrograd" / "scope.toml")
+    assert (shipped.ops, shipped.features, dict(shipped.topics)) == (
+        given.ops,
+        given.features,
+        dict(given.topics),
+    )
+    oracle = Oracle(tmp_path / "cache")
+    cases = select(
+        collect(REPO / "tests", ["micrograd"], ("public",)), {"micrograd": given}, needs_from(oracle)
+    )
+    assert {c.topic for c in cases} == {"forward", "ops", "accumulation"}
+    assert not any("sigmoid" in c.id for c in cases)
+    total = sum(c.points for c in cases)
+    assert f"the\nwhole run is worth {total:g} points" in (made.out / "README.md").read_text()
+    # the repository grades itself as the scope says (its own grader, not this checkout's)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/public/micrograd/test_ops.py",
+        ],
+        cwd=made.out,
+        env={**env, "GRADER_CACHE": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+    )
+    score = re.search(r"^Score: (\S+)/(\S+) points\b", done.stdout, re.M)
+    assert score, done.stdout[-3000:] + done.stderr[-3000:]
+    in_file = sum(c.points for c in cases if c.module == "test_ops")
+    assert float(score.group(2)) == in_file
+
+
+def test_a_scope_for_an_assignment_left_out_is_a_mistake(tmp_path, capsys):
+    scope_file = tmp_path / "course.toml"
+    scope_file.write_text("[needle]\n")
+    assert (
+        cli(["release", str(tmp_path / "out"), "--assignment", "micrograd", "--scope", str(scope_file)]) == 2
+    )
+    assert "leaves out" in capsys.readouterr().err
+    assert cli(["release", str(tmp_path / "out"), "--scope", str(tmp_path / "missing.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err

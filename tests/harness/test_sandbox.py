@@ -21,6 +21,7 @@ from grader.case.wire import TAPE_KEYS, encode
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
+from grader.sandbox import engine as sandbox_engine
 from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
 from grader.sandbox.protocol import FrameReader, decode, parse_run
 from grader.sandbox.root import SandboxError, build
@@ -107,6 +108,9 @@ def test_a_well_formed_run_parses():
         with_(failure={"type": "X", "message": 3, "where": None}),
         with_(failure={"type": "X", "message": "m", "where": ["f", "1", "g"]}),
         with_(output=None),
+        with_(notes=None),
+        with_(notes=[1]),
+        with_(notes=["a note"] * 100),
         with_(missing=None),
         with_(missing=[3]),
         with_(missing=["tanh"] * 1000),
@@ -140,7 +144,9 @@ def test_the_worker_gets_no_oracle_no_verdict_and_one_suite(tmp_path):
     assert "grader/case/worker.py" in shipped
     assert any(p.startswith("suites/public/micrograd/") for p in shipped)
     assert not any(p.startswith("suites/hidden") for p in shipped)
-    assert sorted(p.name for p in work.iterdir()) == ["micrograd"]
+    # the package whole, and the submission's other Python files in their places (no data)
+    assert (work / "micrograd" / "engine.py").is_file()
+    assert all(p.suffix == ".py" for p in work.rglob("*") if p.is_file() and "micrograd" not in p.parts)
     assert not (work / "micrograd" / "__pycache__").exists()
 
 
@@ -154,9 +160,17 @@ def test_a_suite_that_imports_the_trusted_side_cannot_run(tmp_path, oracle):
 
 
 def test_the_worker_cannot_import_torch(tmp_path, oracle):
+    """Past the import guard (which would give it a placeholder), torch is not there."""
+    guard_off = "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != 'ImportGuard']\n"
     sub = submission(
         tmp_path,
-        edits=[("import math\n", "import math\nimport importlib\nimportlib.import_module('tor' + 'ch')\n")],
+        edits=[
+            (
+                "import math\n",
+                f"import math\nimport importlib\nimport sys\n{guard_off}"
+                "importlib.import_module('tor' + 'ch')\n",
+            )
+        ],
     )
     report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=FAST)
     assert report.score == 0
@@ -172,12 +186,16 @@ def test_the_worker_cannot_import_torch(tmp_path, oracle):
         (
             [("def relu(self):", "def relu(self)")],
             "engine.py",
-            "micrograd does not compile: expected ':' (engine.py, line",
+            "micrograd.engine does not compile: expected ':' (engine.py, line",
         ),
-        ([("import math\n", "import mathh\n")], "engine.py", "ModuleNotFoundError: No module named 'mathh'"),
         (
-            [("import random\n", "import random\nfrom micrograd import data\n")],
-            "nn.py",
+            [("import math\n", "import math\nraise ImportError('on purpose')\n")],
+            "engine.py",
+            "ImportError: on purpose",
+        ),
+        (
+            [("import math\n", "import math\nfrom micrograd import data\n")],
+            "engine.py",
             "cannot import name 'data'",
         ),
     ],
@@ -196,12 +214,13 @@ def test_missing_package_or_file(tmp_path, oracle):
     assert report.score == 0 and report.max_score > 0
     assert all("no package 'micrograd'" in r.message for r in report.results if r.assignment == "micrograd")
     sub = submission(tmp_path)
-    (sub / "micrograd" / "nn.py").unlink()
+    (sub / "micrograd" / "nn.py").unlink()  # no case of this suite needs it
     report = grade(sub, "public", ["micrograd"], SMALL, oracle, limits=FAST)
-    assert report.score == 0 and "No module named 'micrograd.nn'" in report.results[0].message
+    assert report.score == report.max_score > 0
 
 
-def test_the_budget_bounds_the_whole_submission(tmp_path, oracle):
+def test_the_budget_bounds_the_whole_submission(tmp_path, oracle, monkeypatch):
+    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)  # full timeouts, as a hang on some graphs has
     sub = submission(
         tmp_path, edits=[("        topo, visited = [], set()", "        while True:\n            pass")]
     )
@@ -223,8 +242,11 @@ def loop_line(sub: Path, file: str = "engine.py") -> int:
     return next(i for i, line in enumerate(lines, 1) if "stuck here" in line)
 
 
-def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle):
-    """Cases that hang are cut to SHORT_TIMEOUT once REPEATS of them hung in one function."""
+def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle, monkeypatch):
+    """Cases that hang are cut to SHORT_TIMEOUT once REPEATS of them hung in one function
+    (without the probe, as for a backward() that hangs on some graphs but not the probe's;
+    tests/harness/test_hang.py has the probe)."""
+    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)
     sub = submission(
         tmp_path,
         edits=[("        topo, visited = [], set()\n", LOOP + "        topo, visited = [], set()\n")],

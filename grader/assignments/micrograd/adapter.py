@@ -117,14 +117,15 @@ class OrderedChildren(set):
         return super().__iter__()
 
 
-def _tie_break(raw: Any) -> tuple[str, str]:
-    """How children that no case named are ordered: by op and value, never by address."""
-    return (str(getattr(raw, "_op", "")), repr(getattr(raw, "data", None)))
-
-
-def _order_key(raw: Any, known: dict[int, int]) -> tuple[int, int, str, str]:
+def _order_key(raw: Any, known: dict[int, int]) -> tuple:
+    """The case's nodes first, in the order it made them; then the engine's own nodes by op
+    and value (a float compared as a float, anything else by its repr), never by address."""
     index = known.get(id(raw))
-    return (0, index, "", "") if index is not None else (1, 0, *_tie_break(raw))
+    if index is not None:
+        return (0, index)
+    data = getattr(raw, "data", None)
+    value = (0, data) if type(data) is float else (1, repr(data))
+    return (1, str(getattr(raw, "_op", "")), value)
 
 
 def fix_visiting_order(root: Any, known: dict[int, int]) -> None:

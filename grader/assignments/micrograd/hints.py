@@ -5,6 +5,12 @@ hints.py has the same names (an empty string where a hint does not apply), so a 
 assignment brings its own hints and nothing else changes.
 """
 
+from collections.abc import Sequence
+from typing import Any
+
+#: what the assignment's values are: tensors (needle) or scalars (micrograd)
+TENSORS = False
+
 #: how the op of a tape step is named in a message (the function the student wrote)
 OP_NAMES = {
     "neg": "Value.__neg__",
@@ -60,3 +66,8 @@ MLP = (
     "returns one Value when the last layer has one neuron, else a list; parameters() lists, layer "
     "by layer and neuron by neuron, each neuron's weights then its bias"
 )
+
+
+def op_class(op: str, inputs: Sequence[Any]) -> str | None:
+    """The library class behind a tape step, for messages: micrograd has one class, Value."""
+    return None

@@ -35,8 +35,8 @@ class TorchScalarBackend(ScalarBackend):
 
     def after_op(self, node: Node) -> None:
         # `is_leaf`, not `grad_fn is not None`: touching grad_fn gives the graph node a Python
-        # wrapper, and freeing a 10**6-deep chain of those segfaults (torch 2.x).
-        # Without a tape (trace=False: a 10**6-op chain) interior gradients are not kept:
+        # wrapper, and freeing a very deep chain of those segfaults (torch 2.x).
+        # Without a tape (trace=False: a 10**5-op chain) interior gradients are not kept:
         # retaining them costs more than the ops; backward keeps its output's (see grad_of).
         if self.tape.enabled and node.raw.requires_grad and not node.raw.is_leaf:
             node.raw.retain_grad()

@@ -274,6 +274,7 @@ def program_case(program: Sequence[tuple]) -> Case:
         name="random_program",
         fn=run_program,
         module="hypothesis",
+        suite="search",
         points=0.0,
         param_id=digest,
         param=list(program),
@@ -291,7 +292,7 @@ def paused_gc() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a huge graph is built and differentiated.
 
     Every micrograd Value is a reference cycle (its `_backward` closure refers to the Value),
-    so the collector keeps rescanning the growing graph: on a 10**6-op chain that more than
+    so the collector keeps rescanning the growing graph: on a 10**5-op chain that more than
     doubles the time, for no gain. It runs again afterwards, and frees the graph then.
     """
     was_enabled = gc.isenabled()

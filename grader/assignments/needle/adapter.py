@@ -13,12 +13,39 @@ from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_a
 from grader.case.backend import OPERATORS, MissingOp
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
-from grader.case.trace import Node
+from grader.case.trace import Node, NodeRef
+
+#: the most nodes one op may build (a compound operator builds two or three)
+MAX_OP_NODES = 1000
+
+
+class NoGradientError(ValueError):
+    """Leaves asked for with requires_grad=True came out with requires_grad = False."""
+
+
+class GradientTypeError(TypeError):
+    """A gradient rule returned something other than the library's Tensors."""
+
+    def __init__(self, op: Any, got: Any) -> None:
+        kind = type(got)
+        name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+        super().__init__(
+            f"{type(op).__name__}.gradient returned {name}; return Tensors (built with needle's "
+            "ops, so that backward can use them and a gradient can be differentiated again)"
+        )
 
 
 def _data(raw: Any) -> np.ndarray:
     """A Tensor's data (computing it in lazy mode, as `numpy()` does); arrays as they are."""
     return np.asarray(raw.numpy() if hasattr(raw, "numpy") else raw)
+
+
+def _requires_grad(raw: Any) -> Quantity | None:
+    try:
+        value = getattr(raw, "requires_grad", None)
+    except Exception:
+        return None
+    return flag(value) if isinstance(value, bool) else None
 
 
 #: how a probe applies each op class forward, as cases reach it: through Tensor's operators
@@ -75,6 +102,8 @@ class NeedleBackend(TensorBackend):
         self.autograd = modules["autograd"]
         self.opsmod = modules["ops"]
         self.Tensor = self.autograd.Tensor
+        #: tape indices of the leaves a case made with requires_grad=True
+        self.grad_asked: set[int | None] = set()
         o = self.opsmod
         self.ops = {
             # Tensor's operators: with a Python number they make the scalar op
@@ -138,7 +167,10 @@ class NeedleBackend(TensorBackend):
             raw = self.Tensor(array.raw, dtype=dtype, requires_grad=requires_grad)
         else:
             raw = self.Tensor(as_float_array(array, dtype), dtype=dtype, requires_grad=requires_grad)
-        return self.wrap(raw, "leaf", (), {}, label)
+        node = self.wrap(raw, "leaf", (), {}, label)
+        if requires_grad:
+            self.grad_asked.add(node.index)
+        return node
 
     def _out_grad(self, out_grad: Any, like: Any) -> Any:
         if out_grad is None or isinstance(out_grad, Node):
@@ -176,6 +208,9 @@ class NeedleBackend(TensorBackend):
             raise
         out = self.wrap(raw, op_name, tuple(inputs), op_args)
         grads = op.gradient_as_tuple(out_grad.raw, out.raw)
+        for g in grads:
+            if not isinstance(g, self.Tensor):
+                raise GradientTypeError(op, g)
         if len(grads) != len(inputs):
             raise ValueError(f"{op_name}.gradient returned {len(grads)} gradients for {len(inputs)} inputs")
         return tuple(
@@ -217,6 +252,118 @@ class NeedleBackend(TensorBackend):
 
     def realize(self, x: Node) -> None:
         x.raw.realize_cached_data()
+
+    # ---- each op's gradient rule, probed alone ----
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Each op node's entry also holds `rule`: what its gradient rule sends each input,
+        run alone on fresh leaves with the node's own gradient as out_grad (the partial
+        adjoints it contributed, if backward was right). When a node's gradient is wrong and
+        every consumer's rule is right, the diagnostic blames backward's sum, not a rule.
+        Leaves also carry `requires_grad`. A rule that returns no Tensor raises here."""
+        tape = super().read_tape()
+        for i, entry in enumerate(tape):
+            step = self.tape.steps[i]
+            if step.op in ("leaf", "parameter"):
+                entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
+            elif step.op in self.ops:
+                entry["rule"] = self._probe(i)
+        return tape
+
+    def _probe(self, i: int, out_grad: Any = None) -> Quantity | None:
+        step = self.tape.steps[i]
+        raw = self.tape.nodes[i].raw
+        try:
+            grad = out_grad
+            if step.op == "detach":  # its node is a leaf, with no gradient of its own
+                grad = np.ones(_data(raw).shape)
+            elif grad is None and getattr(raw, "grad", None) is not None:
+                grad = _data(raw.grad)
+            if grad is None:
+                return None
+            leaves, args = [], []
+            for ref in step.inputs:
+                if isinstance(ref, NodeRef):
+                    leaves.append(self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True))
+                    args.append(leaves[-1])
+                else:
+                    args.append(ref)
+            out = self.ops[step.op](*args, **step.kwargs)
+            grads = self._local_grads(out, leaves, np.asarray(grad))
+        except GradientTypeError:
+            raise
+        except Exception:  # unknown: the diagnostic falls back to naming the rule
+            return None
+        if not grads:
+            return None
+        return quantity(np.concatenate([g.reshape(-1) for g in grads]))
+
+    def _local_grads(self, out: Any, leaves: list[Any], out_grad: np.ndarray) -> list[np.ndarray]:
+        """Run the gradient rules of the nodes `out`'s op built, back to `leaves`, adding
+        the partial adjoints here (in NumPy), so that only the rules are on trial."""
+        stop = {id(leaf) for leaf in leaves}
+        nodes, frontier = {id(out): out}, [out]
+        while frontier:  # every node between out and the leaves
+            node = frontier.pop()
+            for inp in () if id(node) in stop else node.inputs:
+                if id(inp) not in nodes:
+                    nodes[id(inp)] = inp
+                    frontier.append(inp)
+            if len(nodes) > MAX_OP_NODES:
+                raise ValueError("the op built too many nodes")
+        waiting = dict.fromkeys(nodes, 0)  # how many consumers have not sent their adjoint yet
+        for key, node in nodes.items():
+            for inp in () if key in stop else node.inputs:
+                waiting[id(inp)] += 1
+        adjoints: dict[int, list[np.ndarray]] = {id(out): [out_grad]}
+        ready = [out]  # Kahn's order from the output: a node once all its consumers are done
+        while ready:
+            node = ready.pop()
+            if id(node) in stop or node.op is None:
+                continue
+            total = sum(adjoints[id(node)][1:], adjoints[id(node)][0])
+            given = self.Tensor(np.asarray(total, dtype=_data(node).dtype), requires_grad=False)
+            grads = node.op.gradient_as_tuple(given, node)
+            for inp, g in zip(node.inputs, grads, strict=True):
+                if not isinstance(g, self.Tensor):
+                    raise GradientTypeError(node.op, g)
+                adjoints.setdefault(id(inp), []).append(_data(g))
+                waiting[id(inp)] -= 1
+                if waiting[id(inp)] == 0:
+                    ready.append(inp)
+        return [
+            sum(adjoints[id(leaf)][1:], adjoints[id(leaf)][0])
+            if id(leaf) in adjoints
+            else np.zeros_like(_data(leaf))
+            for leaf in leaves
+        ]
+
+    def explain_exception(self, exc: BaseException) -> BaseException | None:
+        """When a case raised: leaves that do not require a gradient although asked to, or a
+        gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
+        backward and fails far from the rule), is the cause."""
+        if isinstance(exc, GradientTypeError | NoGradientError):
+            return None
+        refused = [
+            self.tape.steps[i].label or f"t{i}"
+            for i, step in enumerate(self.tape.steps)
+            if i in self.grad_asked and getattr(self.tape.nodes[i].raw, "requires_grad", None) is False
+        ]
+        if refused:
+            return NoGradientError(
+                f"the leaves {', '.join(refused[:6])} were made with Tensor(array, requires_grad=True) "
+                "and have requires_grad = False, so no op records them and backward gives them no "
+                "gradient: Tensor must keep the requires_grad it is given"
+            )
+        for i, step in enumerate(self.tape.steps):
+            if step.op in self.ops and step.op != "detach":
+                try:
+                    self._probe(i, np.ones(_data(self.tape.nodes[i].raw).shape))
+                except GradientTypeError as found:
+                    return found
+                except Exception:
+                    continue
+        return None
 
     # ---- reading results ----
 

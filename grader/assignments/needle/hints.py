@@ -4,6 +4,15 @@
 hints.py has the same names (an empty string where a hint does not apply).
 """
 
+from collections.abc import Sequence
+from typing import Any
+
+from grader.assignments.needle.backend import NEEDLE_CLASSES as _CLASSES
+from grader.case.trace import NodeRef
+
+#: what the assignment's values are: tensors (needle) or scalars (micrograd)
+TENSORS = True
+
 #: how the op of a tape step is named in a message: a Tensor operator that builds more than
 #: one op is the method the student wrote (`2 - a` runs `a.__rsub__(2)`)
 OP_NAMES = {
@@ -46,3 +55,12 @@ HIGHER_ORDER = (
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
 )
 MLP = ""
+
+
+def op_class(op: str, inputs: Sequence[Any]) -> str | None:
+    """The needle op class(es) behind a tape step, for messages: `a / b` is EWiseDiv."""
+    pair = _CLASSES.get(op)
+    if pair is None:
+        return None
+    nodes = sum(isinstance(r, NodeRef) for r in inputs)
+    return pair[0] if nodes >= 2 or len(inputs) == 1 else pair[1]

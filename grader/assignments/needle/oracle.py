@@ -26,7 +26,7 @@ import torch
 from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
 from grader.case.backend import OPERATORS
 from grader.case.quantity import Quantity
-from grader.case.trace import Node
+from grader.case.trace import Node, NodeRef
 from grader.verdict.compare import TOLERANCES
 
 PRECISION = ["float64", "float32", "float16"]
@@ -314,6 +314,45 @@ class TorchTensorBackend(TensorBackend):
         finally:
             self.tape.enabled = enabled
         return grad.reshape(tuple(base.shape))
+
+    # ---- each op's gradient rule, alone ----
+
+    def read_tape(self) -> list[dict[str, Quantity | None]]:
+        """Each op node's `rule`: what its op sends each input, given the node's own
+        gradient as out_grad (see `NeedleBackend.read_tape`)."""
+        tape = super().read_tape()
+        for i, entry in enumerate(tape):
+            step = self.tape.steps[i]
+            if step.op == "leaf":
+                entry["requires_grad"] = flag(self.tape.nodes[i].raw.requires_grad)
+            elif step.op in self.ops:
+                entry["rule"] = self._probe(i)
+        return tape
+
+    def _probe(self, i: int) -> Quantity | None:
+        step = self.tape.steps[i]
+        raw = self.tape.nodes[i].raw
+        grad = torch.ones_like(raw) if step.op == "detach" else self.grads.get(id(raw))
+        if grad is None:
+            return None
+        leaves, args = [], []
+        for ref in step.inputs:
+            if isinstance(ref, NodeRef):
+                leaves.append(self.tape.nodes[ref.index].raw.detach().clone().requires_grad_(True))
+                args.append(leaves[-1])
+            else:
+                args.append(ref)
+        if not leaves:
+            return None
+        with torch.enable_grad():
+            out = self.ops[step.op](*args, **step.kwargs)
+            if out.requires_grad:
+                found = torch.autograd.grad(out, leaves, grad.detach(), allow_unused=True)
+            else:  # detach: nothing flows back
+                found = [None] * len(leaves)
+        pairs = zip(leaves, found, strict=True)
+        flat = [(torch.zeros_like(x) if g is None else g).detach().reshape(-1) for x, g in pairs]
+        return quantity(torch.cat(flat).numpy(), self.dtype)
 
     # ---- reading results ----
 

@@ -376,6 +376,7 @@ def program_case(program: Program) -> Case:
         name="random_program",
         fn=run,
         module="hypothesis",
+        suite="search",
         points=0.0,
         param_id=digest,
         param=program,

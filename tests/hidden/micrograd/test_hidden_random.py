@@ -4,7 +4,7 @@ from grader.assignments.micrograd.programs import build, fixed_programs
 from grader.case import case
 
 
-@case("micrograd", topic="random", points=1, params=fixed_programs(15, seed=2, max_ops=14))
+@case("micrograd", topic="random", points=1, params=fixed_programs(8, seed=2, max_ops=14))
 def test_hidden_random_expression(lib, program):
     """A random expression: every node's value and gradient."""
     nodes = build(lib, program)

@@ -8,7 +8,7 @@ to a small one and prints it as micrograd code you can paste and debug."""
 from grader.assignments.micrograd.programs import build, fixed_programs, search
 from grader.case import case
 
-PROGRAMS = fixed_programs(25, seed=1)
+PROGRAMS = fixed_programs(15, seed=1)
 
 
 @case("micrograd", topic="random", points=1, params=PROGRAMS)
@@ -19,6 +19,6 @@ def test_random_expression(lib, program):
     return nodes
 
 
-@search(max_examples=50)
+@search(max_examples=25)
 def test_hypothesis_search(graded_case):
     """Not graded: random programs from hypothesis, a failing one shrunk to a small one."""

@@ -15,6 +15,6 @@ def test_random_program(lib, seed):
     return run(lib, random_program(seed))
 
 
-@search(max_examples=20)
+@search(max_examples=15)
 def test_hypothesis_search(graded_case):
     """Not graded: random programs from hypothesis, a failing one shrunk to a small one."""

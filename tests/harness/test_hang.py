@@ -1,0 +1,138 @@
+"""A backward() that never returns grades in about the time of a correct one, and fairly.
+
+Before its first case each assignment's worker runs backward() on a tiny graph (the probe).
+A correct engine, however slow, returns at once and is graded as usual; one that does not
+gets a short CPU budget per case, enforced inside the worker (no restart per case). The
+tests here check the outcome, never a duration: every case that calls the hanging
+backward() times out with a message saying where; the others keep their verdicts; a slow
+but correct engine keeps full marks; a backward() that hangs only on some graphs gets the
+verdicts it gets without the probe. Locally, pytest-timeout ends a hanging test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline import REPO
+from grader.sandbox import Limits
+from grader.sandbox import engine as sandbox_engine
+from grader.verdict.oracle import Oracle
+from tests.harness.grading import grade
+
+SORT = "        topo, visited = [], set()\n"
+
+
+def engine_with(tmp: Path, before_sort: str) -> Path:
+    """The reference with `before_sort` (indented code) run first thing in backward()."""
+    shutil.copytree(REPO / "reference" / "micrograd", tmp / "micrograd")
+    path = tmp / "micrograd" / "engine.py"
+    text = path.read_text()
+    assert text.count(SORT) == 1
+    path.write_text(text.replace(SORT, before_sort + SORT))
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Oracle:
+    return Oracle()
+
+
+def passed(report) -> set[str]:
+    return {r.id for r in report.results if r.passed}
+
+
+def test_a_backward_that_never_returns_times_out_case_by_case(tmp_path, oracle):
+    submission = engine_with(tmp_path, "        while True:\n            pass\n")
+    report = grade(submission, "public", ["micrograd"], oracle=oracle)
+    reference = grade(REPO / "reference", "public", ["micrograd"], oracle=oracle)
+    forward = {r.id for r in reference.results if r.topic == "forward"}
+    assert forward and forward <= passed(report)  # what never calls backward() still passes
+    failed = [r for r in report.results if not r.passed]
+    assert failed and all(r.id not in forward for r in failed)
+    for r in failed:
+        assert r.status == "timed out", (r.id, r.message)
+        assert "backward (engine.py, line" in r.message, r.message
+    # the short CPU budget ended most of them (a deep chain's budget is PyTorch's time,
+    # and on a busy machine the wall-clock deadline may come first)
+    short = [r for r in failed if "of CPU" in r.message and "probe" in r.message]
+    assert len(short) >= len(failed) - 3, [r.message for r in failed]
+
+
+def test_a_slow_but_correct_backward_keeps_full_marks(tmp_path, oracle):
+    """Each backward() call burns 50 ms of CPU first, on the probe too (which allows 0.5 s):
+    slow, not hanging, so it is graded as usual."""
+    busy = "        import time\n        _end = time.process_time() + 0.05\n"
+    busy += "        while time.process_time() < _end:\n            pass\n"
+    report = grade(engine_with(tmp_path, busy), "public", ["micrograd"], oracle=oracle)
+    assert [(r.id, r.message) for r in report.results if not r.passed] == []
+
+
+def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(tmp_path, oracle, monkeypatch):
+    """It hangs exactly on graphs of four nodes, the probe's among them. The cases' verdicts
+    are those it gets when the probe is off and every hang costs the full timeout."""
+    hangs = "        if len(_reach(self)) == 4:\n            while True:\n                pass\n"
+    submission = engine_with(tmp_path, hangs)
+    path = submission / "micrograd" / "engine.py"
+    path.write_text(
+        path.read_text() + "\n\ndef _reach(v):\n    seen, stack = {id(v)}, [v]\n    while stack:\n"
+        "        for c in stack.pop()._prev:\n            if id(c) not in seen:\n"
+        "                seen.add(id(c))\n                stack.append(c)\n    return seen\n"
+    )
+    limits = Limits(timeout=1.0)
+    probed = grade(submission, "public", ["micrograd"], oracle=oracle, limits=limits)
+    assert any("probe" in r.message for r in probed.results), "the probe should have hung"
+    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)  # no probe: the plain timeouts
+    plain = grade(submission, "public", ["micrograd"], oracle=oracle, limits=limits)
+    assert not any("probe" in r.message for r in plain.results)
+    assert passed(probed) == passed(plain)
+    assert len(passed(probed)) < len(probed.results)  # some cases did hang
+    assert {r.topic for r in probed.results if r.passed} >= {"forward", "ops", "random"}
+
+
+LOCAL = """
+from grader.case import case
+
+
+@case("micrograd", topic="ops", points=1)
+def test_hangs(lib):
+    a = lib.value(1.0, "a")
+    lib.backward(a * 2.0)
+    return {"a": a}
+"""
+
+
+#: pytest in a fresh interpreter, with the plugin's default timeout shortened to 3 s
+PYTEST_WITH_SHORT_DEFAULT = """
+import sys
+import pytest
+import grader.plugin
+grader.plugin.LOCAL_TIMEOUT = 3.0
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+def test_locally_the_plugins_default_timeout_ends_a_hanging_test(tmp_path):
+    """pytest-timeout, with the timeout the plugin gives every graded test when the user set
+    none: the hanging test fails, and the run ends."""
+    submission = engine_with(tmp_path / "sub", "        while True:\n            pass\n")
+    suites = tmp_path / "suites" / "public" / "micrograd"
+    suites.mkdir(parents=True)
+    (suites / "test_hang_here.py").write_text(LOCAL)
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    argv = [str(suites), "-p", "grader.plugin", f"--impl={submission}", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [sys.executable, "-c", PYTEST_WITH_SHORT_DEFAULT, *argv, "-c", str(REPO / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=env,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:] + done.stderr[-2000:]
+    assert "Timeout (>3.0s) from pytest-timeout" in out and "1 failed" in out, out[-3000:]

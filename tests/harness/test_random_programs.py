@@ -1,0 +1,58 @@
+"""The random programs catch what they caught when there were more of them.
+
+The graded random programs are few (each one costs every grading a case), so this pins
+what they must still catch: every bug of the banks below fails at least one public random
+case and at least one hidden one (needle's public programs are smaller and catch fewer).
+A change of the generator or of the number of programs that loses one fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.case.define import collect
+from grader.pipeline import SUITES_DIR, run_in_process, score
+from grader.verdict.oracle import Oracle
+from tests.harness.bugs import materialize
+from tests.harness.bugs.micrograd import BY_NAME as MICROGRAD
+from tests.harness.bugs.needle import BUGS as NEEDLE_BUGS
+
+NEEDLE = {bug.name: bug for bug in NEEDLE_BUGS}
+
+RULES = ["add-assigns", "mul-assigns", "exp-without-out-grad", "pow-off-by-one", "tanh-no-square"]
+RULES += ["sigmoid-uses-input", "log-divides-by-output", "rsub-reversed", "neg-outside-the-graph"]
+#: bug -> suites whose random programs must catch it
+CAUGHT = {
+    **{("micrograd", name): ("public", "hidden") for name in RULES},
+    **{("micrograd", name): ("public", "hidden") for name in ("no-seed", "breadth-first-order")},
+    ("micrograd", "detach-returns-self"): ("public", "hidden"),
+    **{
+        ("needle", name): ("public", "hidden")
+        for name in (
+            "summation-not-broadcast-back",
+            "topo-pre-order",
+            "backward-ignores-out-grad",
+            "reshape-gradient-wrong-shape",
+            "tanh-derivative",
+        )
+    },
+    **{
+        ("needle", name): ("hidden",)
+        for name in ("broadcast-axes-from-the-left", "divide-sign", "log-divides-by-output")
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Oracle:
+    return Oracle()
+
+
+@pytest.mark.parametrize("assignment, name", list(CAUGHT), ids=[f"{a}:{n}" for a, n in CAUGHT])
+def test_random_programs_catch(assignment, name, oracle, tmp_path):
+    bug = (MICROGRAD if assignment == "micrograd" else NEEDLE)[name]
+    cases = [c for c in collect(SUITES_DIR, [assignment], ["public", "hidden"]) if c.topic == "random"]
+    results = score(cases, oracle, run_in_process(materialize(bug, tmp_path / "sub"), cases), {})
+    caught = {r.suite for r in results if not r.passed}
+    for suite in CAUGHT[assignment, name]:
+        assert suite in caught, f"{name} is no longer caught by the {suite} random programs"
