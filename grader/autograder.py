@@ -29,15 +29,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from grader.authoring.gradescope_zip import Settings, suites_digest
-from grader.case.define import collect
-from grader.pipeline import SandboxRunner, grade, suites_for
+from grader.case.define import Case, collect
+from grader.pipeline import SandboxRunner, grade, needs_from, suites_for
 from grader.report.gradescope import gradescope, write_json
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import print_report
 from grader.sandbox import Limits
+from grader.scope import parse, select
 from grader.verdict.oracle import Oracle
 
 ROOT_ENV = "GRADER_AUTOGRADER_ROOT"
@@ -87,11 +89,23 @@ def frozen_oracle(layout: Layout, settings: Settings) -> Oracle:
     return oracle
 
 
+def graded_cases(layout: Layout, settings: Settings, oracle: Oracle | None = None) -> list[Case]:
+    """The zip's cases, in the scope it was built for (`--scope`: what a case needs comes from
+    the frozen oracle), with their points as that scope says."""
+    cases = collect(layout.suites, settings.assignments, suites_for(settings.suite))
+    scopes = {}
+    for text in settings.scopes:  # the tables of the assignments this zip grades
+        tables = {k: v for k, v in tomllib.loads(text).items() if k in settings.assignments}
+        if tables:
+            scopes.update((s.assignment, s) for s in parse(tables, "autograder.json", layout.suites))
+    return select(cases, scopes, needs_from(oracle or frozen_oracle(layout, settings)))
+
+
 def run_grader(layout: Layout, report_file: Path) -> int:
     """Grade the submission and write the report for the supervisor."""
     settings = load_settings(layout)
-    cases = collect(layout.suites, settings.assignments, suites_for(settings.suite))
     oracle = frozen_oracle(layout, settings)
+    cases = graded_cases(layout, settings, oracle)
     limits = Limits(timeout=settings.timeout, budget=settings.budget, memory=settings.memory)
     engine = SandboxRunner(limits, secrets=[layout.source, layout.results], user=settings.user or None)
     report = grade(layout.submission, cases, oracle, engine, settings.visibility)
@@ -117,7 +131,7 @@ def failed_report(layout: Layout, reason: str) -> Report:
     report = Report(str(layout.submission), errors=[reason])
     try:
         settings = load_settings(layout)
-        cases = collect(layout.suites, settings.assignments, suites_for(settings.suite))
+        cases = graded_cases(layout, settings)
     except Exception as exc:  # a broken zip: the results say so, with no cases
         report.errors.append(f"the cases could not be read: {type(exc).__name__}: {exc}"[:500])
         return report

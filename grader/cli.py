@@ -229,6 +229,9 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
         memory=args.memory,
     )
     settings.run_seconds = args.run_seconds
+    for path in args.scope or []:  # checked against the suites by `build`
+        scopes_of([path], Path(args.suites))  # a bad file: one line, exit 2
+        settings.scopes.append(Path(path).read_text())
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     try:
         out = build(Path(args.out), settings, Path(args.suites), oracle=oracle)
@@ -422,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", metavar="DIR", help="oracle cache used while building")
     p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
     p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
+    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_gradescope)
 
     p = sub.add_parser("autograde", help="grade /autograder/submission as Gradescope's run_autograder")

@@ -231,7 +231,8 @@ def check_mutants(
     pools = Counter(m.pool for m in chosen)
     detail = (
         f"{len(chosen)} of {len(every)} mutants ({pools['solution']} in solution regions, "
-        f"{pools['forward']} in forward code): {kills.ran} graded, {kills.killing} failed a case, "
+        f"{pools['forward']} in forward code): {kills.ran} graded ({kills.skipped} left no case to "
+        f"fail that calls their function), {kills.killing} failed a case, "
         f"{kills.unloadable} did not import; {len(cases) - len(survivors)} of {len(cases)} cases "
         f"failed by one, {kills.seconds:.0f} s"
     )

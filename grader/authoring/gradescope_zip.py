@@ -36,6 +36,7 @@ from grader.assignments import NAMES
 from grader.authoring.leaks import scan, secrets
 from grader.case.define import collect
 from grader.pipeline import REPO, SUITES_DIR, suites_for
+from grader.scope import ScopeError, parse
 from grader.verdict.oracle import Oracle
 
 #: Gradescope's defaults: a 768 MB container and ten minutes for the whole run
@@ -69,6 +70,8 @@ class Settings:
     #: MiB one worker may use; with the grader's own ~100 MiB the run stays under CONTAINER_MIB
     memory: int = 560
     suites_digest: str = ""
+    #: the scope files given (`grader.scope`), as their TOML text: out-of-scope cases are not run
+    scopes: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -158,6 +161,11 @@ def build(
     if unknown:
         raise BuildError(f"unknown assignment(s): {', '.join(unknown)} (known: {', '.join(NAMES)})")
     settings.suites_digest = suites_digest(suites, settings.assignments)
+    try:
+        for text in settings.scopes:
+            parse(tomllib.loads(text), "given with --scope", suites)
+    except (ScopeError, tomllib.TOMLDecodeError) as exc:
+        raise BuildError(str(exc)) from None
     cases = collect(suites, settings.assignments, suites_for(settings.suite))
     if not cases:
         raise BuildError(f"no cases under {suites} for {', '.join(settings.assignments)}")

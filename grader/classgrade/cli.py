@@ -20,7 +20,7 @@ from rich.console import Console
 from grader.assignments import NAMES
 from grader.case.define import Case
 from grader.classgrade.layout import Submission
-from grader.cli import UserError, check_limits, suites_dir
+from grader.cli import UserError, check_limits, scopes_of, suites_dir
 from grader.pipeline import Request, choose_assignments, select_cases
 from grader.report.model import VISIBILITIES
 from grader.sandbox import Limits
@@ -43,14 +43,15 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def case_chooser(request: Request) -> Callable[[Submission], list[Case]]:
-    """Each submission's cases (its assignments, unless --assignment), collected once per set."""
+def case_chooser(request: Request, oracle: Oracle | None = None) -> Callable[[Submission], list[Case]]:
+    """Each submission's cases (its assignments, unless --assignment, in scope), collected once
+    per set of assignments."""
     cache: dict[tuple[str, ...], list[Case]] = {}
 
     def cases(sub: Submission) -> list[Case]:
         names = tuple(choose_assignments(Path(sub.path), request.only))
         if names not in cache:
-            cache[names] = select_cases(Path(sub.path), request)
+            cache[names] = select_cases(Path(sub.path), request, oracle)
         return cache[names]
 
     return cases
@@ -81,13 +82,16 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     if args.only_cases:
         patterns = list(args.only_cases)
         keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
+    suites = suites_dir(args.suites, args.suite)
+    scopes = scopes_of(args.scope, suites)  # a bad file: one line, exit 2
     request = Request(
         suite=args.suite,
         only=only,
-        suites_dir=suites_dir(args.suites, args.suite),
+        suites_dir=suites,
         limits=limits,
         keep=keep,
         visibility=args.hidden_visibility,
+        scopes=scopes,
     )
     try:
         submissions = discover(root, out / "work", only)
@@ -114,7 +118,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     with Gradebook(gradebook) as book, ClassProgress() as progress:
         run = grade_class(
             submissions,
-            case_chooser(request),
+            case_chooser(request, oracle),
             oracle,
             book,
             backend,
@@ -183,6 +187,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--user", help="run the sandbox's workers as this unprivileged user (the grader must be root)"
     )
     p.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES)
+    p.add_argument("--scope", metavar="FILE", action="append", help="a scope file (TOML; see README, Scope)")
     p.set_defaults(func=cmd_grade_class)
 
     p = sub.add_parser("merge", help="combine shard gradebooks into one")

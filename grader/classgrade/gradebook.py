@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS results (
     visibility  TEXT NOT NULL,
     description TEXT NOT NULL,
     seconds     REAL NOT NULL,
+    details     TEXT NOT NULL DEFAULT '{}',  -- JSON: the case's ops, the blamed rule, the graph
     PRIMARY KEY (student, case_id)
 );
 """
@@ -58,8 +59,10 @@ SUBMISSION_COLUMNS = (
 )
 RESULT_COLUMNS = (
     "student, position, case_id, name, assignment, topic, max_points, points, status, message, output, "
-    "hidden, visibility, description, seconds"
+    "hidden, visibility, description, seconds, details"
 )
+#: what `details` holds: what the pages need to draw the wrong node and rate each op
+DETAILS = ("ops", "blame", "graph")
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Gradebook:
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = FULL")
         self.db.executescript(SCHEMA)
+        upgrade(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -128,12 +132,12 @@ class Gradebook:
                 ),
             )  # fmt: skip
             db.executemany(
-                f"INSERT INTO results ({RESULT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO results ({RESULT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         student, i, r.id, r.name, r.assignment, r.topic, r.max_points, r.points,
                         str(r.status), r.message, r.output, int(r.hidden), r.visibility,
-                        r.description, r.seconds,
+                        r.description, r.seconds, json.dumps({k: getattr(r, k) for k in DETAILS}),
                     )
                     for i, r in enumerate(report.results)
                 ],
@@ -156,17 +160,17 @@ class Gradebook:
         info = self.info(student)
         rows = self.db.execute(
             "SELECT case_id, name, assignment, topic, max_points, status, message, output, hidden, "
-            "visibility, description, seconds FROM results WHERE student = ? ORDER BY position",
+            "visibility, description, seconds, details FROM results WHERE student = ? ORDER BY position",
             (student,),
         )
         results = [
             CaseResult(
                 id=case_id, name=name, assignment=assignment, topic=topic, max_points=max_points,
                 status=Status(status), message=message, output=output, hidden=bool(hidden),
-                visibility=visibility, description=description, seconds=seconds,
+                visibility=visibility, description=description, seconds=seconds, **json.loads(details),
             )
             for case_id, name, assignment, topic, max_points, status, message, output, hidden, visibility,
-            description, seconds in rows
+            description, seconds, details in rows
         ]  # fmt: skip
         return Report(
             str(info["path"]), results, json.loads(str(info["errors"])), json.loads(str(info["notes"])),
@@ -184,6 +188,14 @@ class Gradebook:
         return subs, rows
 
 
+def upgrade(db: sqlite3.Connection) -> None:
+    """Bring a gradebook written by an older version up to this schema, in place: a column
+    added since is added with its default, so old grades stay and still read."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+    if "details" not in have:
+        db.execute("ALTER TABLE results ADD COLUMN details TEXT NOT NULL DEFAULT '{}'")
+
+
 def merge(out: str | Path, shards: Iterable[str | Path]) -> tuple[int, int]:
     """Combine shard gradebooks into `out` (which may hold grades already). A student in
     several takes the latest grading; every student's rows move in one transaction.
@@ -193,6 +205,7 @@ def merge(out: str | Path, shards: Iterable[str | Path]) -> tuple[int, int]:
             path = Path(shard)
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: no such gradebook")
+            Gradebook(path).close()  # a shard written by an older version gains the new columns
             book.db.execute("ATTACH DATABASE ? AS shard", (str(path),))
             try:
                 with book.transaction() as db:

@@ -10,7 +10,7 @@ write (`autograding-command-grader`):
 
 It records the sum of `tests[].score` out of `max_score` as the grade, and fails the check
 when `status` is not "pass". A test's `status` is pass, fail or error; `line_no` 0 means
-unknown; `duration` is in milliseconds (0 here: the report keeps no per-case time).
+unknown; `duration` is in milliseconds (the case's time on the submission).
 
 Everything in the document is shown to the student in the Actions log, so it renders the
 student's view (`model.view`): hidden cases as a number and their points, or, with
@@ -55,7 +55,7 @@ def _entry(
         "line_no": line,
         "test_code": rerun if not result.passed else "",
         "filename": filename,
-        "duration": 0,
+        "duration": round(result.seconds * 1000),
     }
 
 

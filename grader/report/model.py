@@ -116,7 +116,9 @@ class Report:
         groups: dict[str, list[CaseResult]] = {}
         for r in self.results if results is None else results:
             if r.status is Status.NOT_GRADED:
-                groups.setdefault(", ".join(r.missing), []).append(r)
+                # a result read back from a store that keeps only the message still groups
+                needs = ", ".join(r.missing) or r.message.removeprefix("not graded: needs ").split(" (")[0]
+                groups.setdefault(needs, []).append(r)
         return groups
 
     def topics(self, results: list[CaseResult] | None = None) -> list[TopicRow]:

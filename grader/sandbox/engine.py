@@ -49,6 +49,10 @@ PROBE_WAIT = 10.0
 #: CPU seconds a case gets, at least, once backward() hung on the probe; a case whose
 #: PyTorch run took longer gets SLOWER times that (the yardstick)
 SUSPECT_CPU = 0.02
+#: ... and at most this: cases of 10**4 ops and more may then time out on an engine that
+#: hung on the probe even where its backward() would get through their graphs (the reference
+#: takes about half a second on the largest, 10**5 ops): the price of a quick verdict
+SUSPECT_MAX = 0.25
 SHORT_TIMEOUT = 1.0  # seconds
 UNCHECKED = "the worker exited before its result could be checked"
 THREADS = (
@@ -220,8 +224,10 @@ class SandboxEngine:
         return PROBE_CPU if assignment not in self.probed else 0
 
     def _cpu(self, case: Case) -> float:
-        """A case's CPU budget once its assignment's backward() hung on the probe."""
-        return max(SUSPECT_CPU, self.yardstick.get(case.id, 0.0))
+        """A case's CPU budget once its assignment's backward() hung on the probe: SUSPECT_CPU,
+        more where PyTorch took longer, but at most SUSPECT_MAX (PyTorch's times are wall
+        times, which a busy machine stretches)."""
+        return min(SUSPECT_MAX, max(SUSPECT_CPU, self.yardstick.get(case.id, 0.0)))
 
     def _probe(self, worker: WorkerProcess, assignment: str, cases: list[Case], runs: dict[str, Run]) -> bool:
         """Wait for the probe's answer. True: go on with these cases on this worker; False:

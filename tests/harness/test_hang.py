@@ -74,7 +74,8 @@ def test_a_slow_but_correct_backward_keeps_full_marks(tmp_path, oracle):
 
 def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(tmp_path, oracle, monkeypatch):
     """It hangs exactly on graphs of four nodes, the probe's among them. The cases' verdicts
-    are those it gets when the probe is off and every hang costs the full timeout."""
+    are those it gets when the probe is off and every hang costs the full timeout (but for
+    the deep cases, whose budget is capped)."""
     hangs = "        if len(_reach(self)) == 4:\n            while True:\n                pass\n"
     submission = engine_with(tmp_path, hangs)
     path = submission / "micrograd" / "engine.py"
@@ -89,7 +90,10 @@ def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(t
     monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)  # no probe: the plain timeouts
     plain = grade(submission, "public", ["micrograd"], oracle=oracle, limits=limits)
     assert not any("probe" in r.message for r in plain.results)
-    assert passed(probed) == passed(plain)
+    # deep cases (10**4 ops and more) get at most SUSPECT_MAX of CPU after a hung probe,
+    # which may not be enough for this engine's slow backward(): the documented price
+    deep = {r.id for r in plain.results if r.topic == "deep"}
+    assert passed(probed) - deep == passed(plain) - deep
     assert len(passed(probed)) < len(probed.results)  # some cases did hang
     assert {r.topic for r in probed.results if r.passed} >= {"forward", "ops", "random"}
 

@@ -330,6 +330,7 @@ def test_classroom_grades_the_reference_in_full(student, bundle, tmp_path):
     assert document["status"] == "pass" and document["max_score"] == total
     assert sum(t["score"] for t in document["tests"]) == total
     assert len(document["tests"]) == len(public_cases())
+    assert sum(t["duration"] for t in document["tests"]) > 0  # milliseconds each case took
 
 
 def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path):

@@ -5,6 +5,7 @@ and exit status 2."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -174,10 +175,11 @@ def test_a_bad_scope_file_is_one_line_and_exit_2(name, tmp_path, capsys):
         path.write_text(BAD[name])
     with pytest.raises(ScopeError):
         load(path, SUITES_DIR)
-    for argv in (["grade", str(REPO / "reference"), "--in-process"], ["notebooks", "--check"]):
+    commands = (["grade", str(REPO / "reference"), "--in-process"], ["notebooks", "--check"])
+    for argv in (*commands, ["grade-class", str(tmp_path)]):
         assert main([*argv, "--scope", str(path)]) == 2
         out, err = capsys.readouterr()
-        assert err.startswith("grader: error: scope ") and err.count("\n") == 1, err
+        assert err.startswith("grader: ") and f"scope {path}" in err and err.count("\n") == 1, err
         assert "Traceback" not in err and not out
 
 
@@ -217,3 +219,17 @@ def test_not_graded_and_out_of_scope_differ(tmp_path, oracle):
     assert ungraded and all(r.missing == ["tanh"] for r in ungraded)
     assert lacking.max_score == scoped.max_score + sum(r.max_points for r in ungraded)
     assert scoped.score == scoped.max_score == lacking.score
+
+
+def test_the_gradescope_autograder_grades_the_scope_it_was_built_for(tmp_path, narrower, oracle):
+    from grader.authoring.gradescope_zip import Settings
+    from grader.autograder import Layout, graded_cases
+
+    layout = Layout(tmp_path)
+    for suite in ("public", "hidden"):
+        shutil.copytree(SUITES_DIR / suite / "needle", layout.suites / suite / "needle")
+    settings = Settings(assignments=["needle"], scopes=[NO_TANH.read_text()])
+    layout.settings.write_text(settings.to_json())
+    again = Settings.from_json(layout.settings.read_text())
+    cases = graded_cases(layout, again, oracle)
+    assert [c.id for c in cases] == [r.id for r in narrower.results if r.assignment == "needle"]
