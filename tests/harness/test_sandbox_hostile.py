@@ -176,10 +176,10 @@ def test_fake_results_stay_inside_the_sandbox(tmp_path, oracle, monkeypatch):
 def test_confined_workers_cannot_reach_the_reference_by_absolute_path(tmp_path, oracle):
     sub = base(tmp_path / "sub")
     target = REPO / "reference" / "micrograd" / "engine.py"
-    (sub / "micrograd" / "__init__.py").write_text(
-        "from micrograd import engine\n"
-        f"namespace = {{}}\nexec(open({str(target)!r}).read(), namespace)\n"
-        "engine.Value = namespace['Value']\nValue = engine.Value\n"
+    engine = sub / "micrograd" / "engine.py"  # every case imports it: a failure here is every case's
+    engine.write_text(
+        engine.read_text()
+        + f"\nnamespace = {{}}\nexec(open({str(target)!r}).read(), namespace)\nValue = namespace['Value']\n"
     )
     report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=LIMITS)
     assert report.score == 0
