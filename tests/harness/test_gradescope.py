@@ -180,7 +180,14 @@ def test_the_reference_scores_full_marks(tmp_path, small_zip, site, scratch):
 
 
 #: hostile submission -> what it must not gain over the honest base's 5 of 8 points
-HOSTILE_CASES = ["fake_results", "read_reference", "loop_in_backward", "memory_exhaustion"]
+HOSTILE_CASES = [
+    "fake_results",
+    "read_reference",
+    "loop_in_backward",
+    "memory_exhaustion",
+    "background_thread",
+    "thread_around_refusal",
+]
 
 
 @pytest.mark.parametrize("name", HOSTILE_CASES)
