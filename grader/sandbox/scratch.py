@@ -42,9 +42,12 @@ UNLOCKED_GRACE = 600.0  # seconds
 def remove(path: Path) -> None:
     """Remove a tree the submission wrote into: it may have taken its own permissions away."""
 
+    top = os.path.abspath(path)
+
     def again(func, name, _exc) -> None:
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+            if os.path.abspath(name) != top:  # never the mode of what holds the tree ($TMPDIR)
+                os.chmod(os.path.dirname(name), stat.S_IRWXU)
             os.chmod(name, stat.S_IRWXU)
         with contextlib.suppress(FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
             if os.path.isdir(name) and not os.path.islink(name):

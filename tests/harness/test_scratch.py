@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -69,3 +70,23 @@ def test_leftovers_go_but_a_young_directory_being_made_stays(tmp_path):
         fcntl.flock(lock, fcntl.LOCK_EX)  # a live run
         assert scratch.sweep(tmp_path) == sorted([dead, old])
     assert sorted(tmp_path.iterdir()) == sorted([young, held])
+
+
+def test_removing_a_tree_never_changes_the_mode_of_its_parent(tmp_path, monkeypatch):
+    """$TMPDIR holds every run's tree: a failure at the tree's own top must not close it."""
+    parent = tmp_path / "tmp"
+    tree = parent / "grader-sandbox-x"
+    (tree / "work").mkdir(parents=True)
+    parent.chmod(0o1777)
+    real_rmdir, failed = os.rmdir, []
+
+    def rmdir_failing_once_at_the_top(path, *args, **kwargs):
+        if os.path.abspath(path) == str(tree) and not failed:
+            failed.append(path)
+            raise PermissionError(13, "Permission denied", path)
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", rmdir_failing_once_at_the_top)
+    scratch.remove(tree)
+    assert failed and not tree.exists()
+    assert stat.S_IMODE(parent.stat().st_mode) == 0o1777
