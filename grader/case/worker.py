@@ -23,7 +23,7 @@ import os
 import resource
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from grader import assignments
 from grader.case import hang, seccomp, threads
@@ -132,12 +132,24 @@ def probe(assignment: Any, modules: Any, seconds: float) -> bool:
 
 
 def main(argv: list[str]) -> None:
+    """A cold worker: its own process from the start (see `grader.case.warm` for the warm one,
+    which collects once and runs `serve` in a child forked per submission)."""
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
+    serve(fd, job, collected(lib, job["assignment"], job["suite"]))
+
+
+def collected(lib: Path, assignment: str, suite: str) -> dict[str, Any]:
+    """The suite's cases by id, as the worker collects them from its own lib/."""
+    return {c.id: c for c in collect(lib / "suites", [assignment], [suite])}
+
+
+def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
+    """Everything after collecting, in the process that then runs the submission (already its
+    user, within its limits): the filter, the submission's import, the cases, then exit."""
     channel = Channel(fd)
     name, ids = job["assignment"], job["ids"]
-    cases = {c.id: c for c in collect(lib / "suites", [name], [job["suite"]])}
     filtered = seccomp.install()  # from here on: no new processes, no signals but to itself
     channel.send({"kind": "collected", "missing": [i for i in ids if i not in cases], "seccomp": filtered})
 

@@ -26,7 +26,7 @@ import os
 import pwd
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from grader.case import hang
@@ -37,6 +37,7 @@ from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run
 from grader.sandbox.root import SandboxError, build
+from grader.sandbox.warm import ServerLost, WarmChild, WarmServer
 from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
@@ -127,8 +128,13 @@ class SandboxEngine:
         hidden: Iterable[Path] = (),
         isolation: str | None = None,
         user: str | None = None,
+        servers: Mapping[tuple[str, str, str], WarmServer] | None = None,
     ) -> None:
-        """`user` (the grader must be root): workers run as this unprivileged user."""
+        """`user` (the grader must be root): workers run as this unprivileged user. `servers`:
+        warm servers by (assignment, suite, suites directory), lent for this submission
+        (`grader.sandbox.warm`); a group without one gets cold workers."""
+        #: warm servers to fork this submission's workers from, where bubblewrap isolates
+        self.servers = dict(servers or {})
         #: (uid, gid) the workers become before any student code runs, or None
         self.user = resolve_user(user)
         self.directory = Path(directory).resolve()
@@ -172,6 +178,14 @@ class SandboxEngine:
             groups.setdefault((case.assignment, case.suite), []).append(case)
         with scratch.run_directory() as tmp, confine.undumpable():
             for (assignment, suite), group in groups.items():
+                server = self._server(assignment, suite)
+                if server is not None:
+                    server.fill(self.directory, assignment)
+                    try:
+                        self._run_group(server.lib, server.work, assignment, suite, group, runs, server)
+                    finally:
+                        server.empty_work()
+                    continue
                 root = tmp / f"{suite}-{assignment}"
                 root.mkdir()
                 lib, work = build(root, self.directory, self.suites_dir, suite, assignment)
@@ -181,8 +195,21 @@ class SandboxEngine:
                 self._run_group(lib, work, assignment, suite, group, runs)
         return [runs[case.id] for case in cases]
 
+    def _server(self, assignment: str, suite: str) -> WarmServer | None:
+        """The warm server lent for this group, if any (only bubblewrap's sandbox has them)."""
+        server = self.servers.get((assignment, suite, str(self.suites_dir)))
+        usable = server is not None and server.usable and self.isolation == "bubblewrap"
+        return server if usable else None
+
     def _run_group(
-        self, lib: Path, work: Path, assignment: str, suite: str, group: list[Case], runs: dict[str, Run]
+        self,
+        lib: Path,
+        work: Path,
+        assignment: str,
+        suite: str,
+        group: list[Case],
+        runs: dict[str, Run],
+        server: WarmServer | None = None,
     ) -> None:
         remaining = group
         while remaining:
@@ -207,11 +234,23 @@ class SandboxEngine:
                 confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
             )
             switch = self.user is not None
-            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch)
+            worker = self._warm(server, job) or WorkerProcess(
+                lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch
+            )
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:
                 worker.close()
+
+    def _warm(self, server: WarmServer | None, job: dict) -> WorkerProcess | None:
+        """A fresh child of the warm server, or None: there is none, or it is lost (then the
+        group goes on with cold workers, as without servers)."""
+        if server is None or not server.usable:
+            return None
+        try:
+            return WarmChild(server, job, self.limits)
+        except ServerLost:
+            return None
 
     def _timeout(self, case: Case) -> float:
         seconds = self.timeouts.get(case.id, self.limits.timeout)
