@@ -134,6 +134,8 @@ class SandboxRunner:
     secrets: list[Path] = field(default_factory=list)
     #: the unprivileged user workers run as (the grader must be root), or None
     user: str | None = None
+    #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
+    servers: dict | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -141,7 +143,9 @@ class SandboxRunner:
         if len(suites) > 1:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
-        engine = SandboxEngine(submission, suites_dir, self.limits, hidden=self.secrets, user=self.user)
+        engine = SandboxEngine(
+            submission, suites_dir, self.limits, hidden=self.secrets, user=self.user, servers=self.servers
+        )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)

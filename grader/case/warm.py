@@ -21,10 +21,10 @@ grader closed its end or died) the server exits.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -145,33 +145,41 @@ def _clean(user: list[int] | None) -> None:
 
 
 def empty(folder: Path) -> None:
-    """Remove everything in `folder`, giving back the permissions a child took away."""
+    """Remove everything in `folder` that is on its own file system, giving back the
+    permissions a child took away. What is mounted inside it is left alone: the sandbox's
+    lib/ and work/ keep their host paths, which may well lie under /tmp."""
+    try:
+        device = os.lstat(folder).st_dev
+    except OSError:
+        return
+    _empty(str(folder), device)
 
-    def again(func, name, _exc) -> None:
-        try:
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
-            os.chmod(name, stat.S_IRWXU)
-        except OSError:
-            pass
-        try:
-            if os.path.isdir(name) and not os.path.islink(name):
-                shutil.rmtree(name, ignore_errors=True)
-            else:
-                os.unlink(name)
-        except OSError:
-            pass
 
+def _empty(folder: str, device: int) -> None:
     try:
         entries = list(os.scandir(folder))
+    except PermissionError:  # a child took it away: give it back (it is the child's user's)
+        with contextlib.suppress(OSError):
+            os.chmod(folder, stat.S_IRWXU)
+        entries = []
+        with contextlib.suppress(OSError):
+            entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
         try:
-            if entry.is_dir(follow_symlinks=False):
-                os.chmod(entry.path, stat.S_IRWXU)
-                shutil.rmtree(entry.path, onerror=again)
-            else:
-                os.unlink(entry.path)
+            info = entry.stat(follow_symlinks=False)
         except OSError:
-            pass
-
+            continue
+        if info.st_dev != device:
+            continue  # a mount point (lib/, work/): not the child's
+        if stat.S_ISDIR(info.st_mode):
+            if not info.st_mode & stat.S_IWUSR:  # its entries could not be removed
+                with contextlib.suppress(OSError):
+                    os.chmod(entry.path, stat.S_IRWXU)
+            _empty(entry.path, device)
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)  # fails where a mount point lies below: it stays
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)

@@ -11,6 +11,8 @@ for at most its deadline.
 from __future__ import annotations
 
 import multiprocessing
+import resource
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -30,14 +32,25 @@ class Finished:
     value: Any = None
     fault: str | None = None
     seconds: float = 0.0  # wall time from start to answer
+    cpu: float = 0.0  # CPU seconds of its process, its children and its sandboxed workers
+
+
+def _cpu_spent() -> float:
+    """This process's CPU time, its reaped children's, and its sandboxed workers' (bubblewrap
+    never reaps those into anyone's: `CpuLedger`), for the class run's total."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    process = sys.modules.get("grader.sandbox.process")
+    ledger = process.CpuLedger.seconds if process is not None else 0.0
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + ledger
 
 
 def _serve(conn: Connection, fn: Callable[[Any], Any], arg: Any) -> None:
     """In the forked process: run, send the value (or the grader's own traceback), exit."""
     try:
-        result: tuple[str, Any] = ("ok", fn(arg))
+        result: tuple[str, Any, float] = ("ok", fn(arg), 0.0)
     except BaseException as exc:  # the grader's failure in this worker: reported, not raised
-        result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[-4000:])
+        result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[-4000:], 0.0)
+    result = (*result[:2], _cpu_spent())
     try:
         conn.send(result)
     finally:
@@ -67,39 +80,60 @@ class ForkPool:
         self.ctx = multiprocessing.get_context("forkserver")
         self.ctx.set_forkserver_preload(PRELOAD if preload is None else preload)
 
-    def run(self, fn: Callable[[Any], Any], tasks: Iterable[tuple[str, Any]]) -> Iterator[Finished]:
-        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once."""
+    def run(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[tuple[str, Any]],
+        lend: Callable[[int, Any], Any] | None = None,
+        give_back: Callable[[int, bool], None] | None = None,
+    ) -> Iterator[Finished]:
+        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once.
+        Each runs in one of `jobs` slots: `lend(slot, arg)` makes the argument it gets there
+        (e.g. with the slot's warm sandbox servers), and `give_back(slot, clean)` hears when
+        it is done, `clean` False when its process was killed or died."""
         todo = list(tasks)[::-1]
-        running: dict[Connection, tuple[str, Any, float]] = {}
+        running: dict[Connection, tuple[str, Any, float, int]] = {}
         started: dict[str, float] = {}
+        free = list(range(self.jobs))[::-1]
+
+        def release(slot: int, clean: bool) -> None:
+            free.append(slot)
+            if give_back is not None:
+                give_back(slot, clean)
+
         try:
             while todo or running:
-                while todo and len(running) < self.jobs:
+                while todo and free:
                     key, arg = todo.pop()
+                    slot = free.pop()
+                    if lend is not None:
+                        arg = lend(slot, arg)
                     receiver, sender = self.ctx.Pipe(duplex=False)
                     process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
                     started[key] = time.monotonic()
                     process.start()
                     sender.close()
-                    running[receiver] = (key, process, time.monotonic() + self.deadline)
-                soonest = min(end for _, _, end in running.values())
+                    running[receiver] = (key, process, time.monotonic() + self.deadline, slot)
+                soonest = min(end for _, _, end, _ in running.values())
                 ready = wait(list(running), timeout=max(0.0, min(soonest - time.monotonic(), 1.0)))
                 for conn in ready:
-                    key, process, _ = running.pop(conn)
+                    key, process, _, slot = running.pop(conn)
                     finished = self._collect(key, conn, process)
                     finished.seconds = time.monotonic() - started[key]
+                    release(slot, finished.fault is None)
                     yield finished
                 now = time.monotonic()
-                for conn, (key, process, end) in list(running.items()):
+                for conn, (key, process, end, slot) in list(running.items()):
                     if now > end:
                         del running[conn]
                         process.kill()
                         process.join()
                         conn.close()
+                        release(slot, False)
                         late = f"grading took longer than {self.deadline:g} s and was stopped"
                         yield Finished(key, fault=late, seconds=self.deadline)
         finally:
-            for conn, (_, process, _) in running.items():
+            for conn, (_, process, _, _) in running.items():
                 process.kill()
                 process.join()
                 conn.close()
@@ -107,7 +141,7 @@ class ForkPool:
     @staticmethod
     def _collect(key: str, conn: Connection, process: Any) -> Finished:
         try:
-            status, value = conn.recv()
+            status, value, cpu = conn.recv()
         except (EOFError, OSError):
             process.join(5)
             return Finished(key, fault=_exit_reason(process.exitcode))
@@ -118,5 +152,5 @@ class ForkPool:
             process.kill()
             process.join()
         if status != "ok":
-            return Finished(key, fault=f"the grader failed on this submission: {value}")
-        return Finished(key, value)
+            return Finished(key, fault=f"the grader failed on this submission: {value}", cpu=cpu)
+        return Finished(key, value, cpu=cpu)

@@ -20,6 +20,7 @@ from grader.case.run import Run
 from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, grade, missing_assignments
 from grader.report.model import Report
 from grader.sandbox import Limits
+from grader.sandbox.warm import WarmServer
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle
 
@@ -60,17 +61,23 @@ class Outcome:
     notes: list[str]
 
 
-def sandbox_runs(job: Job) -> Outcome:
+def sandbox_runs(job: Job, servers: dict[tuple[str, str, str], WarmServer] | None = None) -> Outcome:
     """Run the job's cases on its submission in the sandbox (but an assignment the
-    submission lacks, as `grade` does: its cases score zero without running)."""
+    submission lacks, as `grade` does: its cases score zero without running); `servers`:
+    warm ones lent to fork its workers from (else each worker starts cold)."""
     directory = Path(job.path)
     missing = missing_assignments(directory, sorted({c.assignment for c in job.cases}))
     todo = [c for c in job.cases if c.assignment not in missing]
     if not todo:
         return Outcome({}, {}, [])
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user)
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, servers)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
+
+
+def warm_sandbox_runs(lent: tuple[Job, dict[tuple[str, str, str], WarmServer]]) -> Outcome:
+    """`sandbox_runs` for a job and the warm servers its slot lends it (one argument: a pool task)."""
+    return sandbox_runs(*lent)
 
 
 def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:

@@ -120,6 +120,8 @@ class WarmServer:
         self.server_pid: int | None = None
         #: False once this process gave up on it (killed it)
         self.usable = True
+        #: whether it has answered a ping yet (then it is warm)
+        self.answered = False
 
     @classmethod
     def start(
@@ -208,9 +210,12 @@ class WarmServer:
         nonce = secrets.token_hex(8)
         try:
             self.send({"kind": "ping", "nonce": nonce})
-            return self.answer(PING, "pong").get("nonce") == nonce
+            # a server that never answered may still be importing: it gets the start-up's time
+            answered = self.answer(PING if self.answered else ANSWER, "pong").get("nonce") == nonce
         except ServerLost:
             return False
+        self.answered = answered
+        return answered
 
     def lose(self, reason: str) -> ServerLost:
         """Give up on the server: kill it and all in its sandbox; the reason, to raise."""
