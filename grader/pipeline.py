@@ -136,6 +136,8 @@ class SandboxRunner:
     user: str | None = None
     #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
     servers: dict | None = None
+    #: the isolation to use, where the caller found it once for many runs (else probed here)
+    isolation: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -144,7 +146,13 @@ class SandboxRunner:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(
-            submission, suites_dir, self.limits, hidden=self.secrets, user=self.user, servers=self.servers
+            submission,
+            suites_dir,
+            self.limits,
+            hidden=self.secrets,
+            isolation=self.isolation,
+            user=self.user,
+            servers=self.servers,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])

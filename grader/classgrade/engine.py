@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -35,6 +35,7 @@ from grader.classgrade.warm import WarmSlots
 from grader.pipeline import refused, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
+from grader.sandbox.engine import strongest_isolation
 from grader.sandbox.process import CpuLedger
 from grader.verdict.oracle import Oracle
 
@@ -59,6 +60,9 @@ class LocalBackend:
 
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
         pool = ForkPool(self.jobs, self.deadline)
+        if jobs:  # found once here, not probed anew in every submission's process
+            isolation = strongest_isolation(jobs[0].user is not None)
+            jobs = [replace(job, isolation=isolation) for job in jobs]
         tasks = [(job.student, job) for job in jobs]
         if not self.warm or not jobs:
             yield from self._counted(pool.run(sandbox_runs, tasks))

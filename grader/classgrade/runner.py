@@ -50,6 +50,9 @@ class Job:
     limits: Limits
     secrets: tuple[Path, ...] = ()
     user: str | None = None  # run the sandbox's workers as this user (the grader must be root)
+    #: the sandbox's isolation, found once by a local class run (probing bubblewrap starts a
+    #: process: not once per submission); None on a cluster, where each machine finds its own
+    isolation: str | None = None
 
 
 @dataclass
@@ -70,7 +73,7 @@ def sandbox_runs(job: Job, servers: dict[tuple[str, str, str], WarmServer] | Non
     todo = [c for c in job.cases if c.assignment not in missing]
     if not todo:
         return Outcome({}, {}, [])
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, servers)
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, servers, job.isolation)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
