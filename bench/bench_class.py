@@ -1,6 +1,6 @@
 """How fast a class grades: `grade-class` against one `grade` command per submission.
 
-    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N]
+    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N] [--cold]
 
 The class is the generated one of the tests (tests/harness/classroom.py: the reference, the
 template, both bug banks, the hostile submissions, the layouts). Prints, for each size, the
@@ -11,7 +11,9 @@ class); their ratio; and how the class time grows from the first size to the las
 growth is the last size over the first). The oracle cache is warmed first, so neither side
 pays for PyTorch. `--lean` grades both sides on the test's lean selection of cases (two
 public cases per topic, no deep chain or random search), where per-submission start-up
-costs dominate; by default every case of both suites.
+costs dominate; by default every case of both suites. Each class run's CPU time (the grader,
+its forked processes and every sandboxed worker, warm servers included) is printed per
+submission; `--cold` grades each class again with cold sandbox workers, for comparison.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import REPO, timed
+from timing import REPO, grade_cpu, timed
 
 sys.path.insert(0, str(REPO))
 
@@ -51,6 +53,9 @@ def main() -> int:
     parser.add_argument("--alone", type=int, default=10, help="submissions graded one command at a time")
     parser.add_argument("--lean", action="store_true", help="the tests' lean selection of cases")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument(
+        "--cold", action="store_true", help="also grade each class with cold sandbox workers (--cold)"
+    )
     args = parser.parse_args()
     selection = [arg for pattern in lean_patterns() for arg in ("--only-cases", pattern)] if args.lean else []
     python = [sys.executable, "-m", "grader"]
@@ -66,13 +71,19 @@ def main() -> int:
             root.mkdir()
             for name in names[:size]:
                 (root / name).symlink_to(tmp / "class" / name)  # the same submissions, a subset
-            command = [*python, "grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
-            seconds, _ = timed([*command, "--jobs", str(args.jobs), *selection], 1)
-            times[size] = seconds
-            print(
-                f"grade-class, {size} submissions on {args.jobs} core(s): {seconds:.1f} s, "
-                f"{size / seconds:.2f} submissions/s, {size / seconds / args.jobs:.3f} per core"
-            )
+            command = ["grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
+            for cold in [False, True] if args.cold else [False]:
+                seconds, cpu, _ = grade_cpu(
+                    [*command, "--jobs", str(args.jobs), *selection, *["--cold"] * cold], 1
+                )
+                if not cold:
+                    times[size] = seconds
+                rate = size / seconds
+                print(
+                    f"grade-class{' --cold' if cold else ''}, {size} submissions on {args.jobs} core(s): "
+                    f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / args.jobs:.3f} per core; "
+                    f"CPU {cpu / size:.3f} s per submission (grader, its processes, sandboxed workers)"
+                )
         step = max(1, largest // args.alone)
         sample = names[::step][: args.alone]
         started = time.perf_counter()

@@ -239,6 +239,10 @@ class SandboxEngine:
             )
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
+            except SandboxError:
+                if not isinstance(worker, WarmChild):
+                    raise
+                worker.server.kill()  # it died with its server before any student code ran: go on cold
             finally:
                 worker.close()
 

@@ -258,9 +258,7 @@ class WarmServer:
     def pid(self) -> int | None:
         """The server's PID on the host (bwrap's init may have other children: leftovers)."""
         if self.server_pid is None:
-            self.server_pid = next(
-                (c for c in _children(self.sandbox_init) if c != self.sandbox_init), None
-            )
+            self.server_pid = next((c for c in _children(self.sandbox_init) if c != self.sandbox_init), None)
         return self.server_pid
 
     # ---- the owner's side ----
@@ -414,4 +412,3 @@ class WarmChild(WorkerProcess):
                 os.close(fd)
         with contextlib.suppress(OSError):
             child.stdin.close()
-
