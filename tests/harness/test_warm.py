@@ -124,8 +124,8 @@ for where in (pathlib.Path(tempfile.gettempdir()), pathlib.Path.cwd(), pathlib.P
     for folder, dirs, files in os.walk(where):
         seen += [name for name in dirs + files if name.endswith("-by-a")]
 others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
-if seen or others:
-    raise RuntimeError(f"a's leftovers: {seen} {others}")
+if seen or others:  # (an __init__.py that raises is only noted): every case fails instead
+    Value.__add__ = Value.__mul__ = lambda self, other: f"a's leftovers: {seen} {others}"
 """
 
 
@@ -137,7 +137,7 @@ def _student(root: Path, name: str, init: str) -> None:
 def test_nothing_a_child_leaves_reaches_the_next_student(tmp_path, oracle):
     """One slot: a writes files to /tmp, work/ and its home (some locked), tries to fork and to
     kill its server, and leaves a thread; b, graded next on the same servers, looks for all
-    that (at import: seeing any fails every case) and must get full marks."""
+    that (at import: seeing any breaks its engine) and must get full marks."""
     root = tmp_path / "class"
     _student(root, "a-leaver", LEAVER)
     _student(root, "b-looker", LOOKER)
