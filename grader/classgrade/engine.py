@@ -103,6 +103,7 @@ def grade_class(
     if on_start:
         on_start(len(todo), len(result.skipped))
     secrets = default_secrets(oracle)
+    expected: dict[str, dict] = {}
     with ExitStack() as stack:
         by_student, jobs = {}, []
         for sub, digest, key in todo:
@@ -115,7 +116,11 @@ def grade_class(
             by_student[sub.student] = (sub, directory, digest, key)
             group = case_lists[sub.student]
             refs = tuple(CaseRef.of(c) for c in group)
-            jobs.append(Job(sub.student, directory, refs, yardstick(group, oracle), limits, secrets, user))
+            for case in group:
+                expected.setdefault(case.id, oracle.expected(case).results)
+            wanted = {case.id: expected[case.id] for case in group}
+            timing = yardstick(group, oracle)
+            jobs.append(Job(sub.student, directory, refs, timing, limits, secrets, user, wanted))
         for finished in backend.run(jobs):
             sub, directory, digest, key = by_student[finished.key]
             outcome: Outcome | None = finished.value

@@ -169,6 +169,12 @@ class Oracle:
             self.seconds[case.id] = time.perf_counter() - started
         return self._runs[case.id]
 
+    def results_of(self, case_id: str) -> dict[str, Quantity | None] | None:
+        """A case's expected results, if its run is at hand (`prepare`): what a sandbox
+        compares a run with to know whether its tape is worth sending."""
+        run = self._runs.get(case_id)
+        return run.results if run is not None else None
+
     def needs(self, case: Case) -> set[str]:
         """What the case needs, in its assignment's words: the ops it applied on PyTorch
         and those it declares. A scope decides from this whether the case is graded."""
