@@ -57,6 +57,9 @@ class Run:
     seconds: float = 0.0
     #: what loading the submission noted while the case ran (a stand-in for an absent module)
     notes: list[str] = field(default_factory=list)
+    #: on the oracle's run: the rules the case exercises (`grader.verdict.graph.case_ops`), kept
+    #: with it so that a warm cache need not read the steps of a case that passed
+    ops: list[str] | None = None
 
 
 def function_name(code: CodeType) -> str:
