@@ -137,6 +137,8 @@ class SandboxRunner:
     user: str | None = None
     #: a case id's expected results (None: unknown), so that workers send only a wrong case's tape
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
+    #: how workers are isolated, when the caller has found out already (None: find out)
+    isolation: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -145,7 +147,13 @@ class SandboxRunner:
             raise ValueError(f"cases from more than one suites directory: {sorted(map(str, suites))}")
         suites_dir = suites.pop() if suites else SUITES_DIR
         engine = SandboxEngine(
-            submission, suites_dir, self.limits, hidden=self.secrets, user=self.user, expected=self.expected
+            submission,
+            suites_dir,
+            self.limits,
+            hidden=self.secrets,
+            user=self.user,
+            expected=self.expected,
+            isolation=self.isolation,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])

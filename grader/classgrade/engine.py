@@ -26,6 +26,7 @@ from grader.classgrade.runner import CaseRef, Job, Outcome, default_secrets, rep
 from grader.pipeline import refused, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
+from grader.sandbox.engine import strongest_isolation
 from grader.verdict.oracle import Oracle
 
 #: seconds a submission's worker may run beyond its grading budget before it is killed
@@ -103,6 +104,7 @@ def grade_class(
     if on_start:
         on_start(len(todo), len(result.skipped))
     secrets = default_secrets(oracle)
+    isolation = strongest_isolation(switch_user=user is not None)  # once, not per submission
     expected: dict[str, dict] = {}
     with ExitStack() as stack:
         by_student, jobs = {}, []
@@ -120,7 +122,7 @@ def grade_class(
                 expected.setdefault(case.id, oracle.expected(case).results)
             wanted = {case.id: expected[case.id] for case in group}
             timing = yardstick(group, oracle)
-            jobs.append(Job(sub.student, directory, refs, timing, limits, secrets, user, wanted))
+            jobs.append(Job(sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation))
         for finished in backend.run(jobs):
             sub, directory, digest, key = by_student[finished.key]
             outcome: Outcome | None = finished.value

@@ -52,6 +52,8 @@ class Job:
     user: str | None = None  # run the sandbox's workers as this user (the grader must be root)
     #: each case's expected results: workers then send only a wrong case's tape (see `SandboxEngine`)
     expected: dict[str, dict[str, Quantity | None]] = field(default_factory=dict)
+    #: the sandbox's isolation as this machine allows it, found once for the class (None: find out)
+    isolation: str | None = None
 
 
 @dataclass
@@ -72,7 +74,7 @@ def sandbox_runs(job: Job) -> Outcome:
     if not todo:
         return Outcome({}, {}, [])
     expected = job.expected.get if job.expected else None
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected)
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
@@ -89,7 +91,8 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
             target.write_bytes(data)
         root.mkdir(exist_ok=True)
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
-        local = replace(job, path=root, cases=cases, secrets=default_secrets())
+        # this machine's secrets and isolation, not the client's
+        local = replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None)
         return sandbox_runs(local)
 
 
