@@ -24,6 +24,7 @@ from typing import Protocol
 from grader import assignments, intake
 from grader.case.define import Case, collect
 from grader.case.loading import SubmissionError, locate_assignment, running
+from grader.case.quantity import Quantity
 from grader.case.run import Run, run_case
 from grader.case.worker import Bounded
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
@@ -134,10 +135,12 @@ class SandboxRunner:
     secrets: list[Path] = field(default_factory=list)
     #: the unprivileged user workers run as (the grader must be root), or None
     user: str | None = None
+    #: a case id's expected results (None: unknown), so that workers send only a wrong case's tape
+    expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
+    #: how workers are isolated, when the caller has found out already (None: find out)
+    isolation: str | None = None
     #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
     servers: dict | None = None
-    #: the isolation to use, where the caller found it once for many runs (else probed here)
-    isolation: str | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -150,8 +153,9 @@ class SandboxRunner:
             suites_dir,
             self.limits,
             hidden=self.secrets,
-            isolation=self.isolation,
             user=self.user,
+            expected=self.expected,
+            isolation=self.isolation,
             servers=self.servers,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
@@ -350,7 +354,7 @@ def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
         return InProcessRunner()
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    return SandboxRunner(request.limits, secrets, request.user)
+    return SandboxRunner(request.limits, secrets, request.user, oracle.results_of)
 
 
 def grade_submission(

@@ -70,22 +70,23 @@ class Backend:
         return node
 
     def apply(self, op: str, *args: Any, **kwargs: Any) -> Node:
-        try:
-            fn = self.ops[op]
-        except KeyError:
-            raise UnknownOp(f"{self.name} has no operation {op!r}") from None
+        fn = self.ops.get(op)
+        if fn is None:
+            raise UnknownOp(f"{self.name} has no operation {op!r}")
         if op not in self.plain_ops:  # a 10**5-op chain records its one op once
             self.used.update(self.needs_of(op, args, kwargs))
             if not self.needs_depend_on_arguments:
                 self.plain_ops.add(op)
-        try:
-            raw = fn(*(self.unwrap(a) for a in args), **kwargs)
+        try:  # every op of every case comes through here: kept lean for the deep chains
+            raw = fn(*[a.raw if type(a) is Node else self.unwrap(a) for a in args], **kwargs)
         except Exception as exc:
             missing = self.lacking(self.needs_of(op, args, kwargs))
             if missing:
                 raise MissingOp(missing) from exc
             raise
-        node = self.wrap(raw, op, args, kwargs)
+        node = Node(raw, self)
+        if self.tape.enabled:
+            self.tape.record(node, op, args, kwargs)
         self.after_op(node)
         return node
 

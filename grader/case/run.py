@@ -57,6 +57,9 @@ class Run:
     seconds: float = 0.0
     #: what loading the submission noted while the case ran (a stand-in for an absent module)
     notes: list[str] = field(default_factory=list)
+    #: on the oracle's run: the rules the case exercises (`grader.verdict.graph.case_ops`), kept
+    #: with it so that a warm cache need not read the steps of a case that passed
+    ops: list[str] | None = None
 
 
 def function_name(code: CodeType) -> str:
@@ -94,9 +97,10 @@ def _cause(lib: Any, exc: Exception) -> BaseException:
         return exc
 
 
-def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
+def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool = True) -> Run:
     """Run `case` on `lib`. With `roots` (the submission's directories), an exception
     becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug.
+    `tape=False` leaves the tape unread (`lib.read_tape()` reads it later, if need be).
 
     A case whose declared needs the submission lacks does not run; one that stops on an op
     the submission lacks (`MissingOp`) is not graded either. Everything else is graded."""
@@ -107,7 +111,7 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
     try:
         returned = case.run(lib)
         results = lib.flatten(returned)
-        tape = lib.read_tape()
+        read = lib.read_tape() if tape else []
     except MissingOp as exc:
         if roots is None:
             raise
@@ -119,7 +123,7 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None) -> Run:
         return Run(steps=list(lib.tape.steps), needs=lib.needs(), failure=failure)
     return Run(
         results=results,
-        tape=tape,
+        tape=read,
         steps=list(lib.tape.steps),
         names=dict(lib.names),
         outputs=list(lib.tape.outputs),

@@ -101,73 +101,70 @@ class Node:
         self.lib = lib
         self.index: int | None = None
 
-    def _op(self, op: str, *args: Any, **kwargs: Any) -> Node:
-        return self.lib.apply(op, self, *args, **kwargs)
-
     # arithmetic, including the reflected forms a number on the left needs
     def __add__(self, other):
-        return self._op("add", other)
+        return self.lib.apply("add", self, other)
 
     def __radd__(self, other):
-        return self._op("radd", other)
+        return self.lib.apply("radd", self, other)
 
     def __sub__(self, other):
-        return self._op("sub", other)
+        return self.lib.apply("sub", self, other)
 
     def __rsub__(self, other):
-        return self._op("rsub", other)
+        return self.lib.apply("rsub", self, other)
 
     def __mul__(self, other):
-        return self._op("mul", other)
+        return self.lib.apply("mul", self, other)
 
     def __rmul__(self, other):
-        return self._op("rmul", other)
+        return self.lib.apply("rmul", self, other)
 
     def __truediv__(self, other):
-        return self._op("truediv", other)
+        return self.lib.apply("truediv", self, other)
 
     def __rtruediv__(self, other):
-        return self._op("rtruediv", other)
+        return self.lib.apply("rtruediv", self, other)
 
     def __pow__(self, other):
-        return self._op("pow", other)
+        return self.lib.apply("pow", self, other)
 
     def __matmul__(self, other):
-        return self._op("matmul", other)
+        return self.lib.apply("matmul", self, other)
 
     def __neg__(self):
-        return self._op("neg")
+        return self.lib.apply("neg", self)
 
     # named operations; a backend that lacks one says so when it is used
     def relu(self):
-        return self._op("relu")
+        return self.lib.apply("relu", self)
 
     def exp(self):
-        return self._op("exp")
+        return self.lib.apply("exp", self)
 
     def log(self):
-        return self._op("log")
+        return self.lib.apply("log", self)
 
     def tanh(self):
-        return self._op("tanh")
+        return self.lib.apply("tanh", self)
 
     def sigmoid(self):
-        return self._op("sigmoid")
+        return self.lib.apply("sigmoid", self)
 
     def detach(self):
-        return self._op("detach")
+        return self.lib.apply("detach", self)
 
     def sum(self, axes=None):
-        return self._op("sum", axes=axes)
+        return self.lib.apply("sum", self, axes=axes)
 
     def reshape(self, shape):
-        return self._op("reshape", shape=tuple(shape))
+        return self.lib.apply("reshape", self, shape=tuple(shape))
 
     def broadcast_to(self, shape):
-        return self._op("broadcast_to", shape=tuple(shape))
+        return self.lib.apply("broadcast_to", self, shape=tuple(shape))
 
     def transpose(self, axes=None):
-        return self._op("transpose", axes=axes)
+        return self.lib.apply("transpose", self, axes=axes)
 
     def __repr__(self) -> str:
         return f"Node(#{self.index}, {self.raw!r})"

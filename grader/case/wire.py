@@ -24,6 +24,8 @@ MAX_MISSING, MAX_NAME = 32, 40
 MAX_NOTES, MAX_NOTE = 8, 600
 #: what each node of a tape carries (see `Backend.read`)
 TAPE_KEYS = ("value", "grad", "rule", "parts", "passes", "requires_grad")
+#: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
+ASK_TAPE = b"t"
 
 
 def encode(obj: dict[str, Any]) -> bytes:
@@ -36,15 +38,25 @@ def _q(q: Quantity | None) -> dict[str, Any] | None:
     return None if q is None else q.to_plain()
 
 
-def run_to_wire(case_id: str, run: Run) -> dict[str, Any]:
-    """A Run as plain data: only what the verdict needs (no steps: the oracle has those)."""
+def _tape(tape: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in tape]
+
+
+def run_to_wire(case_id: str, run: Run, tape: bool | None = True) -> dict[str, Any]:
+    """A Run as plain data: only what the verdict needs (no steps: the oracle has those).
+    `tape=None`: the tape is held back until the grader asks (`ASK_TAPE`)."""
     return {
         "kind": "run",
         "id": case_id,
         "results": {name: _q(q) for name, q in run.results.items()},
-        "tape": [{key: _q(e.get(key)) for key in TAPE_KEYS} for e in run.tape],
+        "tape": _tape(run.tape) if tape else None,
         "failure": run.failure.to_plain() if run.failure else None,
         "output": run.output[:MAX_TEXT],
         "missing": [name[:MAX_NAME] for name in run.missing[:MAX_MISSING]],
         "notes": [note[:MAX_NOTE] for note in run.notes[:MAX_NOTES]],
     }
+
+
+def tape_to_wire(case_id: str, tape: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer to ASK_TAPE: the tape of the case that just ran."""
+    return {"kind": "tape", "id": case_id, "tape": _tape(tape)}

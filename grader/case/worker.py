@@ -10,6 +10,12 @@ Messages, in order: `collected` (before any student code runs; it also says whet
 seccomp filter is in force), then `ready` or `load_error`, then one `run` per case id.
 After `ready` and after each `run` the worker waits for a byte on stdin: the grader
 checks the live worker (its memory map) before it accepts a result and lets it go on.
+
+A `run` holds the case's named results but not its tape (every node's value and gradient):
+only a diagnosis needs that, and only a case whose results are wrong gets one. So the grader,
+which alone knows the expected results, answers a wrong case's `run` with ASK_TAPE, and the
+worker reads the tape of the case it just ran and sends it as a `tape` message. A deep case
+of a correct submission thus never pays for reading, sending and parsing its tape.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from grader.case import hang, seccomp, threads
 from grader.case.define import collect
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Run, describe_exception, run_case
-from grader.case.wire import MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire
+from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
 
@@ -102,10 +108,24 @@ class Channel:
         while data:
             data = data[os.write(self.fd, data) :]
 
-    def wait(self) -> None:
-        """Until the grader has checked this process (alive, no torch mapped) and says go on."""
-        if not os.read(0, 1):
+    def wait(self) -> bytes:
+        """Until the grader has checked this process (alive, no torch mapped) and says go on
+        (or, after a run, asks for its tape): the byte it sent."""
+        byte = os.read(0, 1)
+        if not byte:
             os._exit(0)
+        return byte
+
+
+def keep_garbage() -> None:
+    """After a case that built a huge graph (a deep chain: its tape is off): never scan it.
+
+    Every micrograd Value is a reference cycle, so only the cyclic collector frees a graph,
+    and collecting a 10**5-op chain costs a third of a second, more than building it took.
+    The worker lives for one suite and exits without cleaning up, so the graph is left in
+    memory (frozen: the collector skips it) instead; its memory was needed during the case
+    anyway, and the suite has only a few such cases."""
+    gc.freeze()
 
 
 def settle_garbage() -> None:
@@ -176,15 +196,33 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
             settle_garbage()
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
+        lib = assignment.engine(modules, trace=case.trace)
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
             try:
                 with hang.cpu_budget(budgets.get(case_id)):
-                    run = run_case(case, assignment.engine(modules, trace=case.trace), [work])
+                    run = run_case(case, lib, [work], tape=False)
             except hang.CaseTimedOut as exc:
                 run = Run(failure=describe_exception(exc, [work]))
         hang.disarm()
         run.output = buffer.getvalue()
         run.notes, told = modules.notes[told:], len(modules.notes)
-        channel.send(run_to_wire(case_id, run))
-        channel.wait()
+        channel.send(run_to_wire(case_id, run, tape=None))
+        while channel.wait() == ASK_TAPE:
+            channel.send(tape_to_wire(case_id, read_tape(lib, modules, job["timeouts"][case_id])))
+        if not case.trace:
+            keep_garbage()
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
+
+
+def read_tape(lib: Any, modules: Any, seconds: float) -> list[dict[str, Any]]:
+    """The tape of the case `lib` just ran, read as the case's own end would have read it:
+    its reading may run the submission's code (a property), so it prints nowhere and gets
+    the case's timeout; a tape that cannot be read is empty (the diagnosis says less)."""
+    hang.arm(seconds)
+    with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
+        try:
+            return lib.read_tape()
+        except BaseException:
+            return []
+        finally:
+            hang.disarm()

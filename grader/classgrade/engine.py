@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -60,9 +60,6 @@ class LocalBackend:
 
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
         pool = ForkPool(self.jobs, self.deadline)
-        if jobs:  # found once here, not probed anew in every submission's process
-            isolation = strongest_isolation(jobs[0].user is not None)
-            jobs = [replace(job, isolation=isolation) for job in jobs]
         tasks = [(job.student, job) for job in jobs]
         if not self.warm or not jobs:
             yield from self._counted(pool.run(sandbox_runs, tasks))
@@ -133,6 +130,8 @@ def grade_class(
     if on_start:
         on_start(len(todo), len(result.skipped))
     secrets = default_secrets(oracle)
+    isolation = strongest_isolation(switch_user=user is not None)  # once, not per submission
+    expected: dict[str, dict] = {}
     with ExitStack() as stack:
         by_student, jobs = {}, []
         for sub, digest, key in todo:
@@ -145,7 +144,11 @@ def grade_class(
             by_student[sub.student] = (sub, directory, digest, key)
             group = case_lists[sub.student]
             refs = tuple(CaseRef.of(c) for c in group)
-            jobs.append(Job(sub.student, directory, refs, yardstick(group, oracle), limits, secrets, user))
+            for case in group:
+                expected.setdefault(case.id, oracle.expected(case).results)
+            wanted = {case.id: expected[case.id] for case in group}
+            timing = yardstick(group, oracle)
+            jobs.append(Job(sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation))
         for finished in backend.run(jobs):
             sub, directory, digest, key = by_student[finished.key]
             outcome: Outcome | None = finished.value

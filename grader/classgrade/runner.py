@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.case.define import Case
+from grader.case.quantity import Quantity
 from grader.case.run import Run
 from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, grade, missing_assignments
 from grader.report.model import Report
@@ -50,8 +51,9 @@ class Job:
     limits: Limits
     secrets: tuple[Path, ...] = ()
     user: str | None = None  # run the sandbox's workers as this user (the grader must be root)
-    #: the sandbox's isolation, found once by a local class run (probing bubblewrap starts a
-    #: process: not once per submission); None on a cluster, where each machine finds its own
+    #: each case's expected results: workers then send only a wrong case's tape (see `SandboxEngine`)
+    expected: dict[str, dict[str, Quantity | None]] = field(default_factory=dict)
+    #: the sandbox's isolation as this machine allows it, found once for the class (None: find out)
     isolation: str | None = None
 
 
@@ -73,7 +75,8 @@ def sandbox_runs(job: Job, servers: dict[tuple[str, str, str], WarmServer] | Non
     todo = [c for c in job.cases if c.assignment not in missing]
     if not todo:
         return Outcome({}, {}, [])
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, servers, job.isolation)
+    expected = job.expected.get if job.expected else None
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation, servers)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
@@ -95,7 +98,8 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
             target.write_bytes(data)
         root.mkdir(exist_ok=True)
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
-        local = Job(job.student, root, cases, job.yardstick, job.limits, default_secrets(), job.user)
+        # this machine's secrets and isolation, not the client's
+        local = replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None)
         return sandbox_runs(local)
 
 

@@ -194,9 +194,11 @@ def exit_status(code: int) -> int:
 
 
 @functools.cache
+@functools.cache
 def available(switch_user: bool = False) -> bool:
     """Can bwrap start the worker's interpreter here, with the full set of namespaces (with
-    `switch_user`: as root, to run it as another user)? Tried once."""
+    `switch_user`: as root, to run it as another user)? Tried once per process: the trial
+    starts a sandbox and imports numpy in it, a tenth of a second."""
     if binary() is None or (switch_user and os.geteuid() != 0):
         return False
     code = f"import sys; sys.path.insert(0, {str(_numpy_dirs()[0].parent)!r}); import numpy"

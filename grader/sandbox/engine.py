@@ -26,18 +26,19 @@ import os
 import pwd
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from grader.case import hang
 from grader.case.define import Case
-from grader.case.quantity import MalformedResult
+from grader.case.quantity import MalformedResult, Quantity
 from grader.case.run import Run
 from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
-from grader.sandbox.protocol import parse_notes, parse_run
+from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, build
 from grader.sandbox.warm import ServerLost, WarmChild, WarmServer
+from grader.verdict.compare import compare
 from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
@@ -128,11 +129,15 @@ class SandboxEngine:
         hidden: Iterable[Path] = (),
         isolation: str | None = None,
         user: str | None = None,
+        expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None,
         servers: Mapping[tuple[str, str, str], WarmServer] | None = None,
     ) -> None:
-        """`user` (the grader must be root): workers run as this unprivileged user. `servers`:
+        """`user` (the grader must be root): workers run as this unprivileged user.
+        `expected`: a case id's expected results, so that only a case whose results are
+        wrong has its tape sent (None: every case that ran to its end sends it). `servers`:
         warm servers by (assignment, suite, suites directory), lent for this submission
         (`grader.sandbox.warm`); a group without one gets cold workers."""
+        self.expected = expected
         #: warm servers to fork this submission's workers from, where bubblewrap isolates
         self.servers = dict(servers or {})
         #: (uid, gid) the workers become before any student code runs, or None
@@ -387,7 +392,11 @@ class SandboxEngine:
         for i, case in enumerate(cases):
             started = time.monotonic()
             try:
-                run = parse_run(self._wait(worker, self._timeout(case), work), case.id)
+                answer = self._wait(worker, self._timeout(case), work)
+                run = parse_run(answer, case.id)
+                if answer["tape"] is None and self._wants_tape(case, run):
+                    worker.ask_tape()
+                    run.tape = parse_tape(self._wait(worker, self._timeout(case), work), case.id)
                 run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
                 reason = (
@@ -415,6 +424,14 @@ class SandboxEngine:
             worker.proceed()
         worker.finish()
         return []
+
+    def _wants_tape(self, case: Case, run: Run) -> bool:
+        """Does the verdict need this run's tape? Only to diagnose wrong results: a case that
+        raised, or lacks an op, has none, and a right one needs none."""
+        if run.failure is not None or run.missing:
+            return False
+        expected = self.expected(case.id) if self.expected is not None else None
+        return expected is None or bool(compare(expected, run.results))
 
     def _note(self, notes: list[str]) -> None:
         """Loading notes, once each (every worker loads the submission anew)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.case.quantity import MalformedResult
+from grader.case.wire import ASK_TAPE
 from grader.case.worker import BOOT
 from grader.sandbox import bwrap
 from grader.sandbox.protocol import MAX_MESSAGE, FrameReader, decode
@@ -285,6 +286,14 @@ class WorkerProcess:
         """Let the worker go on to its next case."""
         try:
             self.proc.stdin.write(b"g")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it is gone: the next `receive` says how
+
+    def ask_tape(self) -> None:
+        """Have the worker send the tape of the case it just ran (see `grader.case.worker`)."""
+        try:
+            self.proc.stdin.write(ASK_TAPE)
             self.proc.stdin.flush()
         except (OSError, ValueError):
             pass  # it is gone: the next `receive` says how

@@ -24,7 +24,7 @@ from grader.case.wire import (
     TAPE_KEYS,
 )
 
-__all__ = ["FrameReader", "decode", "parse_run", "MAX_MESSAGE"]
+__all__ = ["FrameReader", "decode", "parse_run", "parse_tape", "MAX_MESSAGE"]
 
 
 class FrameReader:
@@ -100,17 +100,27 @@ def parse_notes(obj: Any) -> list[str]:
     return [_text(note, "a note", MAX_NOTE) for note in obj]
 
 
+def _tape(tape: Any) -> list[dict[str, Quantity | None]]:
+    _expect(type(tape) is list, "tape must be a list")
+    parsed = []
+    for entry in tape:
+        ok = type(entry) is dict and set(entry) == set(TAPE_KEYS)
+        _expect(ok, f"a tape entry must be {{{', '.join(TAPE_KEYS)}}}")
+        parsed.append({key: _quantity(entry[key]) for key in TAPE_KEYS})
+    return parsed
+
+
 def parse_run(obj: dict[str, Any], case_id: str) -> Run:
-    """The worker's answer for `case_id`, or `MalformedResult` on anything unexpected."""
+    """The worker's answer for `case_id`, or `MalformedResult` on anything unexpected. A
+    tape of `null` was held back (see `grader.case.worker`): the run's tape stays empty."""
     try:
         _expect(
             set(obj) == RUN_KEYS and obj["kind"] == "run",
             "a run must be {kind, id, results, tape, failure, output, notes, missing}",
         )
         _expect(obj["id"] == case_id, f"an answer for {str(obj['id'])[:100]!r} where {case_id!r} was due")
-        results, tape = obj["results"], obj["tape"]
+        results = obj["results"]
         _expect(type(results) is dict, "results must be an object")
-        _expect(type(tape) is list, "tape must be a list")
         parsed = Run(output=_text(obj["output"], "output"), failure=_failure(obj["failure"]))
         parsed.notes = parse_notes(obj["notes"])
         missing = obj["missing"]
@@ -118,12 +128,23 @@ def parse_run(obj: dict[str, Any], case_id: str) -> Run:
         parsed.missing = [_text(name, "a missing op's name", MAX_NAME) for name in missing]
         for name, q in results.items():
             parsed.results[_text(name, "a result's name", 200)] = _quantity(q)
-        for entry in tape:
-            ok = type(entry) is dict and set(entry) == set(TAPE_KEYS)
-            _expect(ok, f"a tape entry must be {{{', '.join(TAPE_KEYS)}}}")
-            parsed.tape.append({key: _quantity(entry[key]) for key in TAPE_KEYS})
+        if obj["tape"] is not None:
+            parsed.tape = _tape(obj["tape"])
         return parsed
     except MalformedResult:
         raise
     except Exception as exc:  # e.g. float() of a 400-digit int: still the worker's fault
+        raise MalformedResult(f"{type(exc).__name__}: {exc}"[:200]) from None
+
+
+def parse_tape(obj: dict[str, Any], case_id: str) -> list[dict[str, Quantity | None]]:
+    """The worker's answer to ASK_TAPE for `case_id`: the tape it held back."""
+    try:
+        shaped = set(obj) == {"kind", "id", "tape"} and obj["kind"] == "tape"
+        _expect(shaped, "a tape must be {kind, id, tape}")
+        _expect(obj["id"] == case_id, f"a tape for {str(obj['id'])[:100]!r} where {case_id!r} was due")
+        return _tape(obj["tape"])
+    except MalformedResult:
+        raise
+    except Exception as exc:
         raise MalformedResult(f"{type(exc).__name__}: {exc}"[:200]) from None

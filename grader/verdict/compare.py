@@ -19,6 +19,7 @@ it has one. Shapes must agree exactly: a gradient must have its input's shape.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,10 +47,24 @@ class Mismatch:
         return self.name.endswith(".grad")
 
 
+#: quantities up to this size are compared in plain Python: for a few numbers (most results
+#: are scalars) numpy's cost per call is far more than the arithmetic
+SMALL = 32
+
+
 def close(expected: Quantity, actual: Quantity) -> str | None:
-    """None when they match, else the reason they do not."""
+    """None when they match, else the reason they do not: "nonfinite" if they differ in
+    where they are infinite or NaN (or in the sign of an infinity), else "value" if a finite
+    number is out of tolerance."""
     if expected.shape != actual.shape:
         return "shape"
+    if len(expected.data) <= SMALL:
+        return _close_small(expected, actual)
+    return _close_arrays(expected, actual)
+
+
+def _close_arrays(expected: Quantity, actual: Quantity) -> str | None:
+    """`close` on numpy arrays, for quantities of any size (and the same shape)."""
     e, a = expected.array(), actual.array()
     e_finite, a_finite = np.isfinite(e), np.isfinite(a)
     if not np.array_equal(e_finite, a_finite):
@@ -62,6 +77,20 @@ def close(expected: Quantity, actual: Quantity) -> str | None:
     rtol, atol = tolerance(expected, actual)
     ok = np.abs(a[e_finite] - e[e_finite]) <= atol + rtol * np.abs(e[e_finite])
     return None if ok.all() else "value"
+
+
+def _close_small(expected: Quantity, actual: Quantity) -> str | None:
+    """`close`, number by number, with the same verdicts."""
+    rtol, atol = tolerance(expected, actual)
+    off = False
+    for e, a in zip(expected.data, actual.data, strict=True):
+        if math.isfinite(e):
+            if not math.isfinite(a):
+                return "nonfinite"
+            off = off or not abs(a - e) <= atol + rtol * abs(e)
+        elif math.isfinite(a) or math.isnan(e) != math.isnan(a) or (not math.isnan(e) and e != a):
+            return "nonfinite"
+    return "value" if off else None
 
 
 def compare(expected: dict[str, Quantity | None], actual: dict[str, Quantity | None]) -> list[Mismatch]:

@@ -2,9 +2,14 @@
 
 In memory, a case runs on PyTorch the first time it is asked for. With a cache directory,
 `prepare` keeps one JSON file per (assignment, suite) whose name carries a hash of the
-suite files, the grader's case and backend code and the torch version: grading many
-submissions imports torch and runs the oracle once, and a warm cache never imports torch.
-Files are written atomically, so graders running side by side never read half a file.
+suite files, the grader's case, backend and verdict code and the torch version: grading
+many submissions imports torch and runs the oracle once, and a warm cache never imports
+torch. Files are written atomically, so graders running side by side never read half a file.
+
+A run's tape and steps (every node's value and gradient, every op) are most of a file, and
+only the diagnosis of a wrong case reads them: the file keeps them as one JSON string per
+case, which a `CachedRun` decodes when they are first read. Reading the cache for a correct
+submission thus parses the results it is compared with, and little else.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from grader.case.define import Case
 from grader.case.quantity import Quantity
 from grader.case.run import Run, run_case
 from grader.case.trace import NodeRef, Step
+from grader.verdict.graph import case_ops
 
 CACHE_ENV = "GRADER_CACHE"
-FORMAT = 4
+FORMAT = 5
 
 
 def default_cache_dir() -> Path:
@@ -55,6 +61,7 @@ def suite_key(suites_dir: Path, assignment: str, suite: str) -> str:
         ASSIGNMENTS_DIR / "__init__.py",
         *(grader / "case").rglob("*.py"),
         *(ASSIGNMENTS_DIR / assignment).rglob("*.py"),
+        *(grader / "verdict").rglob("*.py"),  # the ops kept with each run (`case_ops`)
     ]
     for path in suite_files:
         digest.update(f"\0{path.relative_to(suites_dir)}\0".encode() + path.read_bytes())
@@ -104,17 +111,19 @@ def _uq(obj: Any) -> Quantity | None:
 
 
 def run_to_plain(run: Run) -> dict[str, Any]:
+    """A run as the cache keeps it: `detail` (the tape and steps) as one JSON string."""
     steps = [
         {"op": s.op, "inputs": _encode(s.inputs), "kwargs": _encode(list(s.kwargs.items())), "label": s.label}
         for s in run.steps
     ]
+    detail = {"tape": [{k: _q(v) for k, v in entry.items()} for entry in run.tape], "steps": steps}
     plain = {
         "results": {k: _q(v) for k, v in run.results.items()},
-        "tape": [{k: _q(v) for k, v in entry.items()} for entry in run.tape],
-        "steps": steps,
         "names": [[i, n] for i, n in run.names.items()],
         "outputs": run.outputs,
         "needs": run.needs,
+        "ops": run.ops,
+        "detail": json.dumps(detail, separators=(",", ":")),
     }
     again = run_from_plain(json.loads(json.dumps(plain)))
     if repr(again.steps) != repr(run.steps):
@@ -123,18 +132,54 @@ def run_to_plain(run: Run) -> dict[str, Any]:
 
 
 def run_from_plain(obj: dict[str, Any]) -> Run:
-    steps = [
-        Step(s["op"], _decode(s["inputs"]), {k: v for k, v in _decode(s["kwargs"])}, s["label"])
-        for s in obj["steps"]
-    ]
-    return Run(
+    ops = obj["ops"]
+    return CachedRun(
+        obj["detail"],
         results={k: _uq(v) for k, v in obj["results"].items()},
-        tape=[{k: _uq(v) for k, v in entry.items()} for entry in obj["tape"]],
-        steps=steps,
         names={int(i): n for i, n in obj["names"]},
         outputs=list(obj["outputs"]),
         needs=[str(need) for need in obj["needs"]],
+        ops=None if ops is None else [str(op) for op in ops],
     )
+
+
+def _decoded_field(name: str) -> property:
+    """A `CachedRun` field held in its detail string until first read (or written)."""
+
+    def get(run: CachedRun) -> Any:
+        run.decode()
+        return run.__dict__[name]
+
+    def put(run: CachedRun, value: Any) -> None:
+        run.decode()  # first, so that the other field is not lost to a later decode
+        run.__dict__[name] = value
+
+    return property(get, put)
+
+
+class CachedRun(Run):
+    """An expected run read from the cache. Its tape and steps stay one JSON string until
+    something reads them: the diagnosis of a wrong case, a picture, `freeze`."""
+
+    tape = _decoded_field("tape")  # type: ignore[assignment]
+    steps = _decoded_field("steps")  # type: ignore[assignment]
+
+    def __init__(self, detail: str, **fields: Any) -> None:
+        if type(detail) is not str:
+            raise TypeError("a cached run's detail must be a JSON string")
+        super().__init__(**fields)  # sets an empty tape and steps, replaced on first read
+        self.__dict__["_detail"] = detail
+
+    def decode(self) -> None:
+        detail = self.__dict__.pop("_detail", None)
+        if detail is None:
+            return
+        plain = json.loads(detail)
+        self.__dict__["tape"] = [{k: _uq(v) for k, v in entry.items()} for entry in plain["tape"]]
+        self.__dict__["steps"] = [
+            Step(s["op"], _decode(s["inputs"]), {k: v for k, v in _decode(s["kwargs"])}, s["label"])
+            for s in plain["steps"]
+        ]
 
 
 def warm_up() -> None:
@@ -165,9 +210,17 @@ class Oracle:
                 warm_up()
                 self._warm = True
             started = time.perf_counter()
-            self._runs[case.id] = run_case(case, lib)
+            run = run_case(case, lib)
             self.seconds[case.id] = time.perf_counter() - started
+            run.ops = case_ops(run, case.assignment)
+            self._runs[case.id] = run
         return self._runs[case.id]
+
+    def results_of(self, case_id: str) -> dict[str, Quantity | None] | None:
+        """A case's expected results, if its run is at hand (`prepare`): what a sandbox
+        compares a run with to know whether its tape is worth sending."""
+        run = self._runs.get(case_id)
+        return run.results if run is not None else None
 
     def needs(self, case: Case) -> set[str]:
         """What the case needs, in its assignment's words: the ops it applied on PyTorch

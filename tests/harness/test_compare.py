@@ -4,9 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.case.quantity import MalformedResult, Quantity
-from grader.verdict.compare import close, compare
+from grader.verdict.compare import _close_arrays, _close_small, close, compare
 from grader.verdict.diagnose import explain_results
 
 
@@ -45,6 +47,26 @@ def test_shape_must_match_exactly():
 )
 def test_non_finite_numbers_must_agree_exactly(expected, actual, verdict):
     assert close(q(expected), q(actual)) == verdict
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, 1.0, -1.0, 1e-9, 1e300, math.inf, -math.inf, math.nan]),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.tuples(NUMBERS, NUMBERS, st.floats(-1e-5, 1e-5)), min_size=1, max_size=6),
+    st.sampled_from(["float64", "float32", "float16"]),
+)
+def test_small_quantities_get_the_same_verdict_in_plain_python_as_with_numpy(pairs, dtype):
+    """Most results are a few numbers, compared without numpy: never with another verdict."""
+    expected = Quantity(tuple(e for e, _, _ in pairs), (len(pairs),))
+    near = Quantity(tuple(e * (1 + d) if math.isfinite(e) else a for e, a, d in pairs), (len(pairs),), dtype)
+    far = Quantity(tuple(a for _, a, _ in pairs), (len(pairs),), dtype)
+    for actual in (near, far, expected):
+        assert _close_small(expected, actual) == _close_arrays(expected, actual)
 
 
 def test_compare_names_missing_and_wrong_results():

@@ -22,10 +22,11 @@ from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
 from grader.sandbox import engine as sandbox_engine
-from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
-from grader.sandbox.protocol import FrameReader, decode, parse_run
+from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT, SandboxEngine
+from grader.sandbox.protocol import FrameReader, decode, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, build
 from grader.verdict import integrity
+from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
 from tests.harness.bugs import materialize as write_bug
 from tests.harness.bugs import micrograd as micrograd_bugs
@@ -121,6 +122,22 @@ def test_anything_unexpected_is_malformed(message):
         parse_run(message, "c")
 
 
+def test_a_held_back_tape_comes_only_when_asked_for_and_is_parsed_as_strictly():
+    held = parse_run(with_(tape=None), "c")
+    assert held.results["a"] == Quantity((1.0,), ()) and held.tape == []
+    tape = parse_tape({"kind": "tape", "id": "c", "tape": GOOD["tape"]}, "c")
+    assert tape == parse_run(GOOD, "c").tape
+    for bad in (
+        {"kind": "tape", "id": "other", "tape": GOOD["tape"]},
+        {"kind": "run", "id": "c", "tape": GOOD["tape"]},
+        {"kind": "tape", "id": "c", "tape": [{"value": None}]},
+        {"kind": "tape", "id": "c", "tape": None},
+        {"kind": "tape", "id": "c", "tape": GOOD["tape"], "extra": 1},
+    ):
+        with pytest.raises(MalformedResult):
+            parse_tape(bad, "c")
+
+
 def test_frames_are_bounded_and_json_only():
     reader = FrameReader(limit=100)
     assert reader.feed(struct.pack(">I", 2) + b"{}" + struct.pack(">I", 3)) == [b"{}"]
@@ -130,6 +147,27 @@ def test_frames_are_bounded_and_json_only():
     for junk in (b"\xff\xfe", b"[1, 2]", b'{"no": "kind"}', b"1" * 50 + b"e"):
         with pytest.raises(MalformedResult):
             decode(junk)
+
+
+def test_only_a_case_with_wrong_results_has_its_tape_sent(tmp_path, oracle):
+    """The sandbox holds each tape back and asks for it when the results are wrong: a wrong
+    case gets the tape its diagnosis reads, a right one costs nothing to send."""
+    sub = submission(tmp_path, edits=[("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")])
+    cases = [c for c in collect(SMALL, ["micrograd"], ["public"]) if c.trace]
+    oracle.prepare(cases, SMALL)
+    by_id = {c.id: oracle.expected(c).results for c in cases}
+    runs = SandboxEngine(sub, SMALL, FAST, expected=by_id.get).run_all(cases)
+    wrong = {
+        c.id for c, run in zip(cases, runs, strict=True) if run.results and compare(by_id[c.id], run.results)
+    }
+    assert wrong and wrong != {c.id for c in cases}
+    for case, run in zip(cases, runs, strict=True):
+        assert run.fault is None and run.failure is None, (case.id, run)
+        assert bool(run.tape) == (case.id in wrong), case.id
+        if run.tape:
+            assert len(run.tape) == len(oracle.expected(case).tape)
+    told = SandboxEngine(sub, SMALL, FAST).run_all(cases)  # no expected results: every tape comes
+    assert all(run.tape for run in told)
 
 
 # ---- the worker's world ----
@@ -317,7 +355,8 @@ def test_the_oracle_cache_round_trips_exactly(oracle):
     for case in cases[:20] + cases[-20:]:
         run = oracle.expected(case)
         again = run_from_plain(json.loads(json.dumps(run_to_plain(run))))
-        assert repr(again.steps) == repr(run.steps)
+        assert again.ops == run.ops is not None  # kept apart: read without decoding the steps
+        assert repr(again.steps) == repr(run.steps) and again.tape == run.tape
         assert again.results == run.results and again.names == run.names and again.outputs == run.outputs
 
 

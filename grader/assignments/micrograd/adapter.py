@@ -109,12 +109,32 @@ class OrderedChildren(set):
 
     def __init__(self, order: list[Any]) -> None:
         super().__init__(order)
-        self.order = order
+        self.order: list[Any] | None = order
 
     def __iter__(self) -> Iterator[Any]:
-        if len(self.order) == len(self) and all(child in self for child in self.order):
-            return iter(self.order)
-        return super().__iter__()
+        return iter(self.order) if self.order is not None else super().__iter__()
+
+    def _changed(method: Any) -> Any:  # noqa: N805 - wraps the mutators below
+        def changed(self: OrderedChildren, *args: Any) -> Any:
+            self.order = None  # changed by the submission: a plain set again
+            return method(self, *args)
+
+        return changed
+
+    add = _changed(set.add)
+    discard = _changed(set.discard)
+    remove = _changed(set.remove)
+    pop = _changed(set.pop)
+    clear = _changed(set.clear)
+    update = _changed(set.update)
+    intersection_update = _changed(set.intersection_update)
+    difference_update = _changed(set.difference_update)
+    symmetric_difference_update = _changed(set.symmetric_difference_update)
+    __ior__ = _changed(set.__ior__)
+    __iand__ = _changed(set.__iand__)
+    __isub__ = _changed(set.__isub__)
+    __ixor__ = _changed(set.__ixor__)
+    del _changed
 
 
 def _order_key(raw: Any, known: dict[int, int]) -> tuple:
@@ -132,26 +152,31 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
     """Give every node reachable from `root` through `_prev` an `OrderedChildren`: children the
     case built come in the order it built them (`known`: id -> tape index), the nodes the
     engine made on its own (say `b * -1` inside `a - b`) after them, by op and value. Sets of
-    one child need no order. Nodes whose `_prev` is not a plain set are walked, not changed."""
+    one child need no order. Nodes whose `_prev` is not a plain set are walked, not changed.
+    Each node is looked at once: a 10**5-op chain takes a fraction of its backward()."""
     seen, stack = {id(root)}, [root]
+    push, pop, mark = stack.append, stack.pop, seen.add
     while stack:
-        node = stack.pop()
+        node = pop()
         prev = getattr(node, "_prev", None)
-        try:
-            if type(prev) is set and len(prev) > 1:
-                order = sorted(prev, key=lambda c: _order_key(c, known))
-                node._prev = OrderedChildren(order)
-                children = order
-            elif isinstance(prev, (set, frozenset, list, tuple)):
-                children = list(prev)
-            else:
+        kind = type(prev)
+        if kind is set and len(prev) > 1:
+            try:
+                children = sorted(prev, key=lambda c: _order_key(c, known))
+                node._prev = OrderedChildren(children)
+            except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
                 continue
-        except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
+        elif kind is set or kind is OrderedChildren or isinstance(prev, (set, frozenset, list, tuple)):
+            children = prev
+        else:
             continue
-        for child in children:
-            if id(child) not in seen:
-                seen.add(id(child))
-                stack.append(child)
+        try:
+            for child in children:
+                if id(child) not in seen:
+                    mark(id(child))
+                    push(child)
+        except Exception:  # a container that changes as it is walked: what was reached is enough
+            continue
 
 
 class MicrogradBackend(ScalarBackend):
