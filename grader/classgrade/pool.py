@@ -101,27 +101,31 @@ class ForkPool:
             if give_back is not None:
                 give_back(slot, clean)
 
+        def start_some() -> None:
+            while todo and free:
+                key, arg = todo.pop()
+                slot = free.pop()
+                if lend is not None:
+                    arg = lend(slot, arg)
+                receiver, sender = self.ctx.Pipe(duplex=False)
+                process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
+                started[key] = time.monotonic()
+                process.start()
+                sender.close()
+                running[receiver] = (key, process, time.monotonic() + self.deadline, slot)
+
         try:
-            while todo or running:
-                while todo and free:
-                    key, arg = todo.pop()
-                    slot = free.pop()
-                    if lend is not None:
-                        arg = lend(slot, arg)
-                    receiver, sender = self.ctx.Pipe(duplex=False)
-                    process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
-                    started[key] = time.monotonic()
-                    process.start()
-                    sender.close()
-                    running[receiver] = (key, process, time.monotonic() + self.deadline, slot)
+            start_some()
+            while running:
                 soonest = min(end for _, _, end, _ in running.values())
                 ready = wait(list(running), timeout=max(0.0, min(soonest - time.monotonic(), 1.0)))
+                done = []
                 for conn in ready:
                     key, process, _, slot = running.pop(conn)
                     finished = self._collect(key, conn, process)
                     finished.seconds = time.monotonic() - started[key]
                     release(slot, finished.fault is None)
-                    yield finished
+                    done.append(finished)
                 now = time.monotonic()
                 for conn, (key, process, end, slot) in list(running.items()):
                     if now > end:
@@ -131,7 +135,9 @@ class ForkPool:
                         conn.close()
                         release(slot, False)
                         late = f"grading took longer than {self.deadline:g} s and was stopped"
-                        yield Finished(key, fault=late, seconds=self.deadline)
+                        done.append(Finished(key, fault=late, seconds=self.deadline))
+                start_some()  # the freed slots work while the caller scores what came back
+                yield from done
         finally:
             for conn, (_, process, _, _) in running.items():
                 process.kill()
