@@ -22,9 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "harness"))
+sys.path.insert(0, str(REPO))
 
-from nbgrader_course import environment, export, fast_path, filled, make_course, nbgrader, submit  # noqa: E402
+from tests.harness.nbgrader_course import (  # noqa: E402
+    environment,
+    export,
+    fast_path,
+    filled,
+    make_course,
+    nbgrader,
+    submit,
+)
 
 
 def prepare(root: Path, assignment: str, students: int) -> tuple[Path, dict[str, str]]:

@@ -27,13 +27,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from grader.case.define import collect
 from grader.notebook import LAYOUT, Topic, in_scope, topics
 from grader.scope import Scope
 from grader.verdict.oracle import Oracle, default_cache_dir
+
+if TYPE_CHECKING:
+    import nbformat
 
 BEGIN = "### BEGIN SOLUTION"
 COURSE = "assignments"
@@ -348,6 +350,8 @@ def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Sc
 def build(
     reference: Path, suites: Path, assignment: str, scope: Scope | None = None
 ) -> nbformat.NotebookNode:
+    import nbformat  # here: grading notebooks (`nbgrader_io`) never needs it
+
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
     cells = nb.cells

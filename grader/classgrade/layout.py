@@ -47,7 +47,7 @@ def _stamp(folder: Path) -> str | None:
 def from_nbgrader(root: Path, work: Path, only: tuple[str, ...] | None = None) -> list[Submission]:
     """`root/submitted/<student>/<assignment>/`: each student's assignments staged together
     under `work/<student>/` (notebooks extracted into packages)."""
-    from grader.authoring.nbgrader_io import extract
+    from grader.authoring.nbgrader_io import NotebookError, extract
 
     found = []
     for student_dir in sorted(p for p in (root / "submitted").iterdir() if p.is_dir()):
@@ -66,12 +66,26 @@ def from_nbgrader(root: Path, work: Path, only: tuple[str, ...] | None = None) -
                 continue
             if notebook.is_file():
                 source = root / "source" / assignment / f"{assignment}.ipynb"
-                extract(notebook, staged, assignment, source=source if source.is_file() else None)
+                try:
+                    extract(notebook, staged, assignment, source=source if source.is_file() else None)
+                except NotebookError as exc:
+                    _unreadable(staged / assignment, str(exc))
             elif any(folder.glob("*.py")):  # no package: graded as it is, so the error says what it holds
                 shutil.copytree(folder, staged / assignment, symlinks=True)
         stamp = max((s for s in stamps if s), default=None)
         found.append(Submission(student_dir.name, staged, stamp))
     return found
+
+
+def _unreadable(package: Path, reason: str) -> None:
+    """Stage a package whose import fails with `reason`: the assignment's cases score zero
+    saying why, and the student's other assignment is graded as usual."""
+    from grader.notebook import LAYOUT
+
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    for module in LAYOUT[package.name]:
+        (package / f"{module}.py").write_text(f"raise ImportError({reason!r})\n")
 
 
 def _stage_package(folder: Path, staged: Path, assignment: str) -> bool:

@@ -14,6 +14,7 @@ submission thus parses the results it is compared with, and little else.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +42,7 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "grader" / "oracle")
 
 
+@functools.cache
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -51,9 +53,6 @@ def _version(package: str) -> str:
 def suite_key(suites_dir: Path, assignment: str, suite: str) -> str:
     """Changes whenever anything that could change an expected value changes: the suite's
     files, the case package, the assignment's folder, this module, torch, numpy, Python."""
-    digest = hashlib.sha256(
-        f"{FORMAT} {_version('torch')} {_version('numpy')} {platform.python_version()}".encode()
-    )
     suite_files = sorted((suites_dir / suite / assignment).rglob("*.py"))
     grader = Path(__file__).resolve().parent.parent
     code = [
@@ -63,10 +62,25 @@ def suite_key(suites_dir: Path, assignment: str, suite: str) -> str:
         *(ASSIGNMENTS_DIR / assignment).rglob("*.py"),
         *(grader / "verdict").rglob("*.py"),  # the ops kept with each run (`case_ops`)
     ]
-    for path in suite_files:
-        digest.update(f"\0{path.relative_to(suites_dir)}\0".encode() + path.read_bytes())
-    for path in sorted(code):
-        digest.update(f"\0{path.relative_to(grader)}\0".encode() + path.read_bytes())
+    named = [(path, str(path.relative_to(suites_dir))) for path in suite_files]
+    named += [(path, str(path.relative_to(grader))) for path in sorted(code)]
+    return _digest(tuple((name, path, _stamp(path)) for path, name in named))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(files: tuple[tuple[str, Path, tuple[int, int]], ...]) -> str:
+    """The key of these files, read once per process for as long as none of them changes
+    (a class asks for it once per submission)."""
+    digest = hashlib.sha256(
+        f"{FORMAT} {_version('torch')} {_version('numpy')} {platform.python_version()}".encode()
+    )
+    for name, path, _ in files:
+        digest.update(f"\0{name}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:24]
 
 

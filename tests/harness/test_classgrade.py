@@ -39,7 +39,7 @@ from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.layout import LayoutError, discover
 from grader.classgrade.pool import ForkPool
 from grader.classgrade.runner import cpu_count
-from grader.pipeline import SUITES_DIR, Request, missing_assignments
+from grader.pipeline import SUITES_DIR, Request, grade_submission, missing_assignments
 from grader.report.model import Status
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
@@ -390,6 +390,24 @@ def test_layouts_zip_and_nbgrader(tmp_path):
         REPO / "reference" / "micrograd" / "engine.py"
     ).read_bytes()
     assert missing_assignments(found[2].path, ("micrograd",)) == {}
+
+
+def test_a_notebook_that_is_not_one_costs_its_assignment_only(tmp_path, oracle):
+    """A submitted notebook that is not JSON: its assignment scores zero saying so, the
+    student's other assignment grades as usual, and the class run goes on."""
+    student = tmp_path / "course" / "submitted" / "dee"
+    (student / "micrograd").mkdir(parents=True)
+    (student / "micrograd" / "micrograd.ipynb").write_text('{"cells": [')
+    shutil.copytree(REPO / "reference" / "needle", student / "needle" / "needle")
+    (sub,) = discover(tmp_path / "course", tmp_path / "work")
+    cases = [c for c in collect(SUITES_DIR, ("micrograd", "needle"), ("public",)) if c.topic == "ops"]
+    report = grade_submission(sub.path, Request("public", keep=lambda c: c in cases, sandbox=False), oracle)
+    by_assignment = defaultdict(set)
+    for r in report.results:
+        by_assignment[r.assignment].add(r.status)
+    assert by_assignment == {"micrograd": {Status.ERROR}, "needle": {Status.PASSED}}
+    failed = next(r for r in report.results if r.assignment == "micrograd")
+    assert "micrograd.ipynb cannot be read as a notebook" in failed.message
 
 
 def test_user_mistakes_exit_2(tmp_path):
