@@ -4,7 +4,10 @@ One worker serves all cases of one suite of one assignment (public before hidden
 both in one worker: nothing a hidden case sees can reach public feedback). When a case
 times out, crashes the worker, exhausts its memory or answers with anything malformed,
 that case gets a fault and a fresh worker takes the remaining ones. A submission that
-cannot be imported faults every case of that worker. The total budget bounds it all.
+cannot be imported faults every case of that worker. The total budget bounds it all. In a
+class run, each worker may be a fresh child of a warm server lent for the submission
+(`grader.sandbox.warm`): the same messages, the same checks; a lost server's group goes on
+with cold workers.
 
 A backward() that never returns would cost a full timeout, and a fresh worker, for every
 case that calls it. So before its first case, each assignment's first worker runs a probe:

@@ -399,6 +399,8 @@ class WarmChild(WorkerProcess):
         self._account()
         child: _Child = self.proc  # type: ignore[assignment]
         child.kill()
+        with contextlib.suppress(OSError):
+            child.stdin.close()  # one that could not be killed ends at its next wait for a go
         if child.returncode is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(REAP)
@@ -410,5 +412,3 @@ class WarmChild(WorkerProcess):
         for fd in (self.result_fd, self.noise_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            child.stdin.close()
