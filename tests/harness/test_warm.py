@@ -243,10 +243,10 @@ def _wait_for(predicate, seconds: float) -> bool:
     return predicate()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_no_server_outlives_the_run(tmp_path, oracle, sig):
-    """Ctrl-C ends the servers on the way out; after a SIGKILL they die with the grader (and
-    the next run sweeps their directory); a run that ends normally leaves none either."""
+    """Ctrl-C and SIGTERM end the servers on the way out; after a SIGKILL they die with the
+    grader (and the next run sweeps their directory); a run that ends normally leaves none."""
     make_class(tmp_path / "class", 6, only=["reference", "hostile-loop_in_backward", "bug-no-seed"])
     private = tmp_path / "tmp"
     private.mkdir()
@@ -277,8 +277,9 @@ def test_no_server_outlives_the_run(tmp_path, oracle, sig):
         except ProcessLookupError:
             pass
     assert _wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the grader"
-    if sig == signal.SIGINT:
-        assert grader.returncode == 130
+    if sig != signal.SIGKILL:
+        assert grader.returncode == 128 + sig
+        assert not list(private.glob("grader-sandbox-*/slot*")), "the servers' directories were left"
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _servers(str(private)) == [] and not list(private.glob("grader-sandbox-*"))
