@@ -65,7 +65,8 @@ def main() -> int:
         students = make_class(tmp / "class", largest)
         names = sorted(students)
         timed([*python, "grade", str(tmp / "class" / names[0]), *selection], 1)  # warm the oracle cache
-        times = {}
+        times: dict[int, float] = {}
+        cpus: dict[tuple[str, int], float] = {}
         for size in args.sizes:
             root = tmp / f"class{size}"
             root.mkdir()
@@ -78,6 +79,7 @@ def main() -> int:
                 )
                 if not cold:
                     times[size] = seconds
+                cpus["--cold" if cold else "warm", size] = cpu
                 rate = size / seconds
                 print(
                     f"grade-class{' --cold' if cold else ''}, {size} submissions on {args.jobs} core(s): "
@@ -100,6 +102,9 @@ def main() -> int:
                 f"growth {first} -> {last} submissions: {times[last] / times[first]:.2f}x the time "
                 f"(linear: {last / first:.2f}x)"
             )
+            for mode in ("warm", "--cold") if args.cold else ("warm",):
+                extra = (cpus[mode, last] - cpus[mode, first]) / (last - first)
+                print(f"  CPU per submission beyond the first {first} ({mode} workers): {extra:.3f} s")
     return 0
 
 
