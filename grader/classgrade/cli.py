@@ -104,7 +104,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     if args.dask:
         from grader.classgrade.dask import DaskBackend
 
-        backend = DaskBackend(args.dask)
+        backend = DaskBackend(args.dask, warm=not args.cold)
     else:
         backend = LocalBackend(jobs, limits.budget + GRACE, warm=not args.cold)
     oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))

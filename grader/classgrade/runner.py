@@ -86,8 +86,9 @@ def warm_sandbox_runs(lent: tuple[Job, dict[tuple[str, str, str], WarmServer]]) 
     return sandbox_runs(*lent)
 
 
-def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
-    """The same, for a worker on another machine: the submission comes as its files."""
+def sandbox_runs_of_files(job: Job, files: dict[str, bytes], warm: bool = False) -> Outcome:
+    """The same, for a worker on another machine: the submission comes as its files. `warm`:
+    its workers are forked from this thread's warm servers (`classgrade.warm.thread_slot`)."""
     with tempfile.TemporaryDirectory(prefix="grader-class-") as tmp:
         root = Path(tmp) / "submission"
         for relative, data in files.items():
@@ -100,7 +101,18 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
         # this machine's secrets and isolation, not the client's
         local = replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None)
-        return sandbox_runs(local)
+        if not warm:
+            return sandbox_runs(local)
+        from grader.classgrade.warm import thread_slot
+
+        slots, slot = thread_slot(job.user)
+        clean = False
+        try:
+            outcome = sandbox_runs(local, slots.lend(slot, local))
+            clean = True
+            return outcome
+        finally:
+            slots.give_back(slot, clean)
 
 
 def default_secrets(oracle: Oracle | None = None) -> tuple[Path, ...]:

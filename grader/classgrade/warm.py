@@ -14,14 +14,17 @@ and die with it: on the normal end and on Ctrl-C `close` ends them; after a SIGK
 `--die-with-parent` does, and the next run sweeps the directory.
 
 Only where bubblewrap isolates workers: elsewhere (the home-made namespaces, none) every
-worker starts cold, as `grade` starts them. Dask tasks start cold workers too: each task is
-its own process on a remote machine, with no slot to keep servers in.
+worker starts cold, as `grade` starts them. On a Dask worker each of its threads is a slot
+(`thread_slot`): the worker process keeps the servers, and they die with the thread that
+started them, or with the process.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
+import threading
 from pathlib import Path
 from types import TracebackType
 
@@ -40,7 +43,7 @@ class WarmSlots:
     def __init__(self, slots: int, user: str | None = None) -> None:
         self.user = resolve_user(user)
         self.enabled = bwrap.available(self.user is not None)
-        self.slots: list[dict[Key, WarmServer]] = [{} for _ in range(slots)]
+        self.slots: dict[int, dict[Key, WarmServer]] = {slot: {} for slot in range(slots)}
         self._names = itertools.count()
         self._stack = contextlib.ExitStack()
         self.folder: Path | None = None
@@ -62,7 +65,7 @@ class WarmSlots:
         is not bubblewrap's, or a server cannot start: those suites' workers start cold)."""
         if not self.enabled or self.folder is None:
             return {}
-        servers = self.slots[slot]
+        servers = self.slots.setdefault(slot, {})
         lent: dict[Key, WarmServer] = {}
         for key in sorted({(c.assignment, c.suite, str(c.suites_dir)) for c in job.cases}):
             server = servers.get(key)
@@ -81,7 +84,7 @@ class WarmSlots:
     def give_back(self, slot: int, clean: bool) -> None:
         """The slot's submission is done: keep the servers that answer a ping now, close the
         others (all of them if its process did not end cleanly: they may be mid-child)."""
-        servers = self.slots[slot]
+        servers = self.slots.setdefault(slot, {})
         for key, server in list(servers.items()):
             if not (clean and server.ready()):
                 server.close()
@@ -90,9 +93,29 @@ class WarmSlots:
     def close(self) -> None:
         """End every server, then remove the scratch directory."""
         try:
-            for servers in self.slots:
+            for servers in self.slots.values():
                 while servers:
                     _, server = servers.popitem()
                     server.close()
         finally:
             self._stack.close()
+
+
+_process_slots: WarmSlots | None = None
+_process_lock = threading.Lock()
+_thread = threading.local()
+_numbers = itertools.count()
+
+
+def thread_slot(user: str | None) -> tuple[WarmSlots, int]:
+    """For a process that grades in several threads at once (a Dask worker): this process's
+    warm slots, made on first use and closed when it exits, and the calling thread's own slot
+    (its servers are never lent to another thread)."""
+    global _process_slots
+    with _process_lock:
+        if _process_slots is None:
+            _process_slots = WarmSlots(0, user).__enter__()
+            atexit.register(_process_slots.close)
+    if not hasattr(_thread, "slot"):
+        _thread.slot = next(_numbers)
+    return _process_slots, _thread.slot

@@ -283,3 +283,30 @@ def test_no_server_outlives_the_run(tmp_path, oracle, sig):
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _servers(str(private)) == [] and not list(private.glob("grader-sandbox-*"))
+
+
+def test_dask_workers_fork_from_warm_servers(tmp_path, oracle, monkeypatch):
+    """Each Dask worker thread keeps its own warm servers between tasks: the verdicts are
+    those of cold workers, and the servers end with the cluster."""
+    distributed = pytest.importorskip("distributed")
+    from grader.classgrade.dask import DaskBackend
+
+    make_class(tmp_path / "class", 8, only=["reference", "template", "bug-no-seed", "hostile-fake_results"])
+    cold, _ = _grade(tmp_path / "class", oracle, tmp_path / "cold.db", warm=False)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))  # the workers' sandboxes, and nothing else, go here
+    subs = discover(tmp_path / "class", tmp_path / "work-dask")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
+    ) as cluster:
+        with distributed.Client(cluster) as client, Gradebook(tmp_path / "dask.db") as book:
+            run = grade_class(
+                subs, case_chooser(REQUEST), oracle, book, DaskBackend(client), LIMITS, force=True
+            )
+            warm = {s: book.report(s) for s in run.graded}
+            assert not run.failed and _servers(str(private)), "no warm server kept between tasks"
+    assert _wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the cluster"
+    assert sorted(warm) == sorted(cold)
+    for student in sorted(cold):
+        assert verdicts(warm[student]) == verdicts(cold[student]), student
