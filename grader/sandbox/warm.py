@@ -116,6 +116,8 @@ class WarmServer:
         self.root, self.key, self.control = root, key, control
         self.lib, self.work = root / "lib", root / "work"
         self.sandbox_init, self.proc, self.user = sandbox_init, proc, user
+        #: when the init started, to tell it from a later process that got its PID
+        self.init_started = _started(sandbox_init)
         #: the server's PID on the host, once known
         self.server_pid: int | None = None
         #: False once this process gave up on it (killed it)
@@ -223,13 +225,22 @@ class WarmServer:
         return ServerLost(reason)
 
     def kill(self) -> None:
-        """SIGKILL the sandbox's init (its PID namespace goes with it), and wait until it is gone."""
+        """SIGKILL the sandbox's init (its PID namespace goes with it), and wait until it is
+        gone. Through a pidfd, and only if the PID is still that init's (same start time): a
+        PID freed by a server that died may be another process's by now."""
         self.usable = False
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(self.sandbox_init, signal.SIGKILL)
-        deadline = time.monotonic() + REAP
-        while time.monotonic() < deadline and _alive(self.sandbox_init):
-            time.sleep(0.01)
+        try:
+            pidfd = os.pidfd_open(self.sandbox_init)
+        except OSError:
+            return  # gone already
+        try:
+            if _started(self.sandbox_init) != self.init_started:
+                return
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            select.select([pidfd], [], [], REAP)  # readable once it has exited
+        finally:
+            os.close(pidfd)
 
     # ---- the submission in work/ ----
 
@@ -279,13 +290,13 @@ class WarmServer:
             scratch.remove(self.root)
 
 
-def _alive(pid: int) -> bool:
-    """Is `pid` running (not gone, not a zombie)?"""
+def _started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks after boot): with the PID, names one process."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class _Child:
