@@ -371,6 +371,9 @@ class WarmChild(WorkerProcess):
         if found is not None:
             with contextlib.suppress(OSError):
                 pidfd = os.pidfd_open(found)
+            if pidfd is not None and (_ns_pid(found) != inner or found not in _children(server.pid() or -1)):
+                os.close(pidfd)  # no longer the server's child: its PID may be anyone's now
+                pidfd = None
         self.proc = _Child(server, pidfd, stdin_w)  # type: ignore[assignment]
         self.result_fd, self.noise_fd = result_r, noise_r
         for fd in (result_r, noise_r):
@@ -409,6 +412,7 @@ class WarmChild(WorkerProcess):
         server that does not is lost), close the pipes."""
         self._account()
         child: _Child = self.proc  # type: ignore[assignment]
+        child.poll()  # an exit the server has told already: nothing to kill
         child.kill()
         with contextlib.suppress(OSError):
             child.stdin.close()  # one that could not be killed ends at its next wait for a go
