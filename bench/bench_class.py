@@ -1,6 +1,6 @@
 """How fast a class grades: `grade-class` against one `grade` command per submission.
 
-    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N] [--cold]
+    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N] [--cold] [--kinds K ...]
 
 The class is the generated one of the tests (tests/harness/classroom.py: the reference, the
 template, both bug banks, the hostile submissions, the layouts). Prints, for each size, the
@@ -14,6 +14,8 @@ public cases per topic, no deep chain or random search), where per-submission st
 costs dominate; by default every case of both suites. Each class run's CPU time (the grader,
 its forked processes and every sandboxed worker, warm servers included) is printed per
 submission; `--cold` grades each class again with cold sandbox workers, for comparison.
+`--kinds reference` makes a class of the reference alone: the CPU per submission beyond the
+first size is then what one more correct submission of both assignments costs, warm.
 """
 
 from __future__ import annotations
@@ -56,13 +58,16 @@ def main() -> int:
     parser.add_argument(
         "--cold", action="store_true", help="also grade each class with cold sandbox workers (--cold)"
     )
+    parser.add_argument("--kinds", nargs="+", help="only these kinds of submission (default: every kind)")
     args = parser.parse_args()
     selection = [arg for pattern in lean_patterns() for arg in ("--only-cases", pattern)] if args.lean else []
     python = [sys.executable, "-m", "grader"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         largest = max(args.sizes)
-        students = make_class(tmp / "class", largest)
+        students = make_class(tmp / "class", largest, only=args.kinds)
+        if not students:
+            raise SystemExit(f"no such kind: {' '.join(args.kinds)}")
         names = sorted(students)
         timed([*python, "grade", str(tmp / "class" / names[0]), *selection], 1)  # warm the oracle cache
         times: dict[int, float] = {}

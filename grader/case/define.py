@@ -18,6 +18,7 @@ A case in a directory named `hidden` belongs to the hidden suite.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -65,10 +66,17 @@ class Case:
 
     @property
     def suites_dir(self) -> Path:
-        return Path(self.path).resolve().parents[2]
+        return _suites_dir(self.path)
 
     def run(self, lib: Any) -> Mapping[str, Any]:
         return self.fn(lib) if self.param_id is None else self.fn(lib, self.param)
+
+
+@functools.lru_cache(maxsize=1024)
+def _suites_dir(path: str) -> Path:
+    """`<suites>` of a suite file's path, resolved once (a class asks for every case's, per
+    submission)."""
+    return Path(path).resolve().parents[2]
 
 
 def _suite_of(path: str) -> str:

@@ -53,7 +53,7 @@ PROBE_CPU = 0.5
 PROBE_WAIT = 10.0
 #: CPU seconds a case gets, at least, once backward() hung on the probe; a case whose
 #: PyTorch run took longer gets SLOWER times that (the yardstick)
-SUSPECT_CPU = 0.02
+SUSPECT_CPU = 0.01
 #: ... and at most this: cases of 10**4 ops and more may then time out on an engine that
 #: hung on the probe even where its backward() would get through their graphs (the reference
 #: takes about half a second on the largest, 10**5 ops): the price of a quick verdict
