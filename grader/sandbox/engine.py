@@ -64,6 +64,13 @@ THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
     "(what they do depends on timing, so would the score)"
 )
+#: a thread that outlives its case was started around the worker's refusal (`grader.case.threads`):
+#: on purpose. Once REPEATS cases of an assignment did so, its other cases are not run (each
+#: would cost a fresh worker and a second of waiting for the thread to go)
+THREADS_AGAIN = (
+    "not run: {count} cases of {assignment} started threads still running after them, around the "
+    "grader's refusal; threads are not allowed in graded code"
+)
 
 
 class BudgetExhausted(Fault):
@@ -162,6 +169,8 @@ class SandboxEngine:
         self.timeouts: dict[str, float] = {}
         #: (file, function) -> how many cases hung there
         self.hangs: Counter[tuple[str, str]] = Counter()
+        #: assignment -> cases after which threads were still running (see THREADS_AGAIN)
+        self.threaded: Counter[str] = Counter()
         #: whether every worker so far runs under the seccomp filter
         self.filtered = True
         #: assignment -> whether its backward() hung on the probe (absent: not probed yet)
@@ -221,6 +230,11 @@ class SandboxEngine:
     ) -> None:
         remaining = group
         while remaining:
+            if self.threaded[assignment] >= REPEATS:
+                fault = THREADS_AGAIN.format(count=self.threaded[assignment], assignment=assignment)
+                for case in remaining:
+                    runs[case.id] = Run(fault=fault)
+                return
             if self.budget.left() <= 0:
                 for case in remaining:
                     runs[case.id] = Run(fault=f"grading budget exhausted ({self.budget.seconds:g} s)")
@@ -412,6 +426,7 @@ class SandboxEngine:
                 return cases[i + 1 :]
             if count := extra_threads(worker.pid):  # they would go on running into later cases
                 runs[case.id] = Run(fault=THREADS.format(what="the case", count=count, when="after it"))
+                self.threaded[assignment] += 1
                 return cases[i + 1 :]  # a fresh worker for the rest
             if run.failure is not None and run.failure.type == "CaseTimedOut":
                 run = self._timed_out(case, run)

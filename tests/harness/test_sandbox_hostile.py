@@ -60,8 +60,13 @@ EXPECTED = {
     "read_reference": ("all", TANH, "wrong gradient from tanh"),
     # refused in the worker: the first case that calls backward() (hidden runs first) fails, in every run
     "background_thread": ("all", ["sub_div"], "starting a thread is not allowed in graded code"),
-    # started around the refusal: seen in the live worker; every backward case starts one anew
-    "thread_around_refusal": ("all", BACKWARD, "started 1 thread(s) still running after it"),
+    # started around the refusal: seen in the live worker; every backward case starts one anew,
+    # and after two such cases the others are not run
+    "thread_around_refusal": (
+        "all",
+        BACKWARD,
+        ("started 1 thread(s) still running after it", "not run: 2 cases of micrograd started threads"),
+    ),
     # importing torch costs nothing; calling it costs the cases that did, saying where
     "torch_import": ("all", TANH, "wrong gradient from tanh"),
     "torch_in_rule": (
@@ -139,6 +144,19 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
     assert list(sandboxes.iterdir()) == []
     for result in got.values():
         assert len(result.output) <= 4000 and len(result.message) <= 20000
+
+
+def test_threads_around_the_refusal_cost_two_workers_then_the_rest_is_not_run(tmp_path, oracle):
+    """Each case that leaves a thread costs a fresh worker and a second's wait: after two,
+    the submission's other cases of that assignment fail without running."""
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / "thread_around_refusal" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    threaded = [r for r in report.results if "started 1 thread(s) still running after it" in r.message]
+    not_run = [r for r in report.results if r.message.startswith("not run: 2 cases of micrograd started")]
+    assert len(threaded) == 2 and not_run, [r.message for r in report.results]
+    # what ran before that (a case without backward()) keeps its verdict
+    assert all(r.passed for r in report.results if r not in threaded and r not in not_run)
 
 
 def test_smuggled_torch_is_flagged_when_it_loads(tmp_path, oracle, monkeypatch):
