@@ -171,6 +171,9 @@ class SandboxEngine:
         self.hangs: Counter[tuple[str, str]] = Counter()
         #: assignment -> cases after which threads were still running (see THREADS_AGAIN)
         self.threaded: Counter[str] = Counter()
+        #: assignment -> why its import timed out: its other suite's worker would import the
+        #: same code, and wait as long, for the same verdict
+        self.import_hung: dict[str, str] = {}
         #: whether every worker so far runs under the seccomp filter
         self.filtered = True
         #: assignment -> whether its backward() hung on the probe (absent: not probed yet)
@@ -230,6 +233,10 @@ class SandboxEngine:
     ) -> None:
         remaining = group
         while remaining:
+            if assignment in self.import_hung:
+                for case in remaining:
+                    runs[case.id] = Run(fault=self.import_hung[assignment])
+                return
             if self.threaded[assignment] >= REPEATS:
                 fault = THREADS_AGAIN.format(count=self.threaded[assignment], assignment=assignment)
                 for case in remaining:
@@ -380,6 +387,8 @@ class SandboxEngine:
             loaded = self._wait(worker, self.limits.timeout, work)
         except Fault as fault:
             loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
+            if str(fault).startswith("timed out") and not isinstance(fault, BudgetExhausted):
+                self.import_hung[assignment] = loaded["message"]
         if loaded.get("kind") == "ready":
             try:
                 self._note([self._local(n, work) for n in parse_notes(loaded.get("notes", []))])
