@@ -10,9 +10,14 @@ for at most its deadline.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.util
+import os
 import resource
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -71,6 +76,28 @@ def _exit_reason(code: int | None) -> str:
     return f"the grader's worker for this submission exited with status {code} before answering"
 
 
+#: the longest temporary directory under which the fork server's socket still fits: a Unix
+#: socket's path has room for 107 bytes, and multiprocessing adds `/pymp-*/listener-*` (33)
+LONGEST_TMPDIR = 107 - 34
+
+
+@contextlib.contextmanager
+def _socket_room() -> Iterator[None]:
+    """Where $TMPDIR is too long a path for the fork server's socket ("AF_UNIX path too
+    long": a CI runner's or pytest's nested temporary directory), have multiprocessing put
+    its own directory under /tmp instead; the grader's other files stay under $TMPDIR."""
+    if len(tempfile.gettempdir()) <= LONGEST_TMPDIR:
+        yield
+        return
+    previous = tempfile.tempdir
+    tempfile.tempdir = next((d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.access(d, os.W_OK)), None)
+    try:
+        multiprocessing.util.get_temp_dir()  # made now, and kept for the process's lifetime
+        yield
+    finally:
+        tempfile.tempdir = previous
+
+
 class ForkPool:
     """Runs `fn(arg)` for each task in a fresh process forked from a warm fork server."""
 
@@ -79,6 +106,8 @@ class ForkPool:
         self.deadline = deadline
         self.ctx = multiprocessing.get_context("forkserver")
         self.ctx.set_forkserver_preload(PRELOAD if preload is None else preload)
+        with _socket_room():
+            multiprocessing.forkserver.ensure_running()
 
     def run(
         self,

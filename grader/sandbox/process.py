@@ -193,6 +193,11 @@ class WorkerProcess:
                 raise
             finally:
                 os.close(info_r)
+        self._listen(result_r, noise_r, limits)
+
+    def _listen(self, result_r: int, noise_r: int, limits: Limits) -> None:
+        """Read the worker's results and its noise from these pipes, without blocking."""
+        self.result_fd, self.noise_fd = result_r, noise_r
         for fd in (result_r, noise_r):
             os.set_blocking(fd, False)
         self.poller = select.poll()

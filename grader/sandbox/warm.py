@@ -35,7 +35,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,6 @@ from grader.sandbox.process import (
     describe_exit,
     stable_layout,
 )
-from grader.sandbox.protocol import FrameReader
 from grader.sandbox.root import SandboxError, copy_submission
 
 #: seconds a server may take to answer a request (a fresh one is still importing numpy)
@@ -375,18 +373,7 @@ class WarmChild(WorkerProcess):
                 os.close(pidfd)  # no longer the server's child: its PID may be anyone's now
                 pidfd = None
         self.proc = _Child(server, pidfd, stdin_w)  # type: ignore[assignment]
-        self.result_fd, self.noise_fd = result_r, noise_r
-        for fd in (result_r, noise_r):
-            os.set_blocking(fd, False)
-        self.poller = select.poll()
-        for fd in (result_r, noise_r):
-            self.poller.register(fd, select.POLLIN)
-        self.frames = FrameReader(limits.message)
-        self.pending: deque[bytes] = deque()
-        self.noise = bytearray()
-        self.eof = False
-        self.noise_eof = False
-        self._cpu: float | None = None
+        self._listen(result_r, noise_r, limits)
         if found is None:  # it cannot be watched: give it up before it runs a case
             self.close()
             raise ServerLost("the warm sandbox server's child could not be found")

@@ -410,6 +410,21 @@ def test_a_notebook_that_is_not_one_costs_its_assignment_only(tmp_path, oracle):
     assert "micrograd.ipynb cannot be read as a notebook" in failed.message
 
 
+def test_a_long_tmpdir_does_not_stop_the_pool(tmp_path):
+    """The fork server listens on a Unix socket, whose path has room for 107 bytes: a deep
+    $TMPDIR (a CI runner's, pytest's own) must not make the class run fail to start."""
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 4)
+    deep.mkdir(parents=True)
+    code = (
+        "from grader.classgrade.pool import ForkPool\n"
+        "done = list(ForkPool(1, 60.0, preload=[]).run(abs, [('k', -3)]))\n"
+        "print(done[0].value, done[0].fault)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(deep), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert len(str(deep)) > 107 and done.stdout.split() == ["3", "None"], done.stderr[-2000:]
+
+
 def test_user_mistakes_exit_2(tmp_path):
     for args in (
         ["grade-class", str(tmp_path / "missing")],

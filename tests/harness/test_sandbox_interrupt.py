@@ -18,36 +18,15 @@ import pytest
 
 from grader.case.define import collect
 from grader.verdict.oracle import Oracle
+from tests.harness.processes import processes_mentioning, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
-LOOP = ("        topo, visited = [], set()\n", "        while True:\n            pass\n")
+#: an import that never ends (with --timeout 600): the grader is busy until it is stopped (a
+#: backward() that never returns would not do: the probe finds it, and grading ends in a second)
+LOOP = ("import math\n", "import math\n\nwhile True:\n    pass\n")
 STARTUP = 60.0  # seconds the grader may take to start its first worker (the oracle is cached)
 MARGIN = 10.0  # seconds for killing the worker and removing its directory
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """PIDs of live processes whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 @pytest.fixture(scope="module")
