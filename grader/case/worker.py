@@ -196,10 +196,11 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
             settle_garbage()
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
-        lib = assignment.engine(modules, trace=case.trace)
+        lib = None  # the case's backend, kept for ASK_TAPE
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
             try:
                 with hang.cpu_budget(budgets.get(case_id)):
+                    lib = assignment.engine(modules, trace=case.trace)
                     run = run_case(case, lib, [work], tape=False)
             except hang.CaseTimedOut as exc:
                 run = Run(failure=describe_exception(exc, [work]))
@@ -208,7 +209,8 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
         run.notes, told = modules.notes[told:], len(modules.notes)
         channel.send(run_to_wire(case_id, run, tape=None))
         while channel.wait() == ASK_TAPE:
-            channel.send(tape_to_wire(case_id, read_tape(lib, modules, job["timeouts"][case_id])))
+            tape = read_tape(lib, modules, job["timeouts"][case_id]) if lib is not None else []
+            channel.send(tape_to_wire(case_id, tape))
         if not case.trace:
             keep_garbage()
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads

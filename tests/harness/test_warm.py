@@ -31,6 +31,7 @@ from grader.sandbox import Limits, bwrap
 from grader.sandbox import warm as sandbox_warm
 from grader.verdict.oracle import Oracle
 from tests.harness.classroom import kind_of, make_class
+from tests.harness.processes import processes_mentioning, wait_for
 
 pytestmark = pytest.mark.skipif(not bwrap.available(), reason="warm servers need bubblewrap")
 
@@ -221,26 +222,7 @@ def test_a_lost_server_costs_only_its_own_submission(tmp_path, monkeypatch):
 
 def _servers(marker: str) -> list[int]:
     """Live warm servers (and their bwrap) whose command line mentions `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline and "grader.case.warm" in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+    return processes_mentioning(marker, "grader.case.warm")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
@@ -265,7 +247,7 @@ def test_no_server_outlives_the_run(tmp_path, oracle, sig):
     grader = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)  # fmt: skip
     try:
-        assert _wait_for(lambda: bool(_servers(str(private))), 120), "no warm server started"
+        assert wait_for(lambda: bool(_servers(str(private))), 120), "no warm server started"
         grader.send_signal(sig)
         grader.communicate(timeout=30)
     finally:
@@ -276,7 +258,8 @@ def test_no_server_outlives_the_run(tmp_path, oracle, sig):
             os.killpg(grader.pid, signal.SIGKILL)  # what its pool had forked (they would end on their own)
         except ProcessLookupError:
             pass
-    assert _wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the grader"
+    # 30 s: a server ends once its current child has (a busy machine may take a while)
+    assert wait_for(lambda: _servers(str(private)) == [], 30), "a warm server outlived the grader"
     if sig != signal.SIGKILL:
         assert grader.returncode == 128 + sig
         assert not list(private.glob("grader-sandbox-*/slot*")), "the servers' directories were left"
@@ -306,7 +289,7 @@ def test_dask_workers_fork_from_warm_servers(tmp_path, oracle, monkeypatch):
             )
             warm = {s: book.report(s) for s in run.graded}
             assert not run.failed and _servers(str(private)), "no warm server kept between tasks"
-    assert _wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the cluster"
+    assert wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the cluster"
     assert sorted(warm) == sorted(cold)
     for student in sorted(cold):
         assert verdicts(warm[student]) == verdicts(cold[student]), student
