@@ -15,8 +15,11 @@ the sandbox, waits for it, then has a helper (of the child's user, so that it ca
 the child locked) kill whatever else is left in the sandbox and empty /tmp, and answers
 `exited` with the child's status. One child at a time; the grader empties work/.
 
-Replies are one JSON object per datagram (the socket is SOCK_SEQPACKET). On end of file (the
-grader closed its end or died) the server exits.
+Replies are one JSON object per datagram (the socket is SOCK_SEQPACKET). Once the grader's
+end of CONTROL is closed everywhere (the grader and the pool slot it lent the server to
+exited or were killed) the server exits at once, whatever it is doing (`lifeline`, watching
+from BOOT's first line); its child dies with it (parent-death signal), and bubblewrap's init
+with its last child.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ from typing import Any
 from grader import assignments
 from grader.case import worker
 
-BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.warm import main; main(sys.argv[1:])"
+#: the server ends with its control socket's last holder outside (`lifeline`), from its first
+#: line on: before that, while it imports numpy, and while a child runs
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.lifeline import exit_with; "
+    "exit_with(int(sys.argv[2])); from grader.case.warm import main; main(sys.argv[1:])"
+)
 PR_SET_DUMPABLE = 4
 #: the scratch file system every child shares with the next one
 SCRATCH = Path("/tmp")

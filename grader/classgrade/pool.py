@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from grader.case import lifeline
+
 #: imported once, in the fork server, before any submission's process is forked from it
 PRELOAD = ["numpy", "grader.pipeline", "grader.classgrade.runner"]
 
@@ -50,7 +52,10 @@ def _cpu_spent() -> float:
 
 
 def _serve(conn: Connection, fn: Callable[[Any], Any], arg: Any) -> None:
-    """In the forked process: run, send the value (or the grader's own traceback), exit."""
+    """In the forked process: run, send the value (or the grader's own traceback), exit.
+    It ends at once if the class run does (its end of `conn` closes, even on SIGKILL): it is
+    the fork server's child, and nothing else would stop it before its submission is done."""
+    lifeline.exit_with(conn.fileno())
     try:
         result: tuple[str, Any, float] = ("ok", fn(arg), 0.0)
     except BaseException as exc:  # the grader's failure in this worker: reported, not raised

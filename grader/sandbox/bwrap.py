@@ -20,9 +20,7 @@ Works as root and as an unprivileged user where the kernel allows user namespace
 from __future__ import annotations
 
 import functools
-import json
 import os
-import select
 import site
 import subprocess
 import sys
@@ -122,9 +120,7 @@ class _Parents:
         return args
 
 
-def argv(
-    lib: Path, work: Path, env: dict[str, str], info_fd: int | None = None, switch_user: bool = False
-) -> list[str]:
+def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) -> list[str]:
     """bwrap's arguments, up to and including `--`: the command follows. `switch_user` (bwrap
     run by root): no user namespace, and the worker keeps CAP_SETUID and CAP_SETGID just long
     enough to become the unprivileged user itself, before any student code runs."""
@@ -154,28 +150,24 @@ def argv(
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
-    if info_fd is not None:
-        args += ["--info-fd", str(info_fd)]
     return [*args, "--"]
 
 
-def child_pid(info_fd: int, deadline: float) -> int | None:
-    """The PID (in our namespace) of the sandbox's first process, from bwrap's `--info-fd`
-    JSON; None if bwrap exits, or says nothing, before `deadline`."""
-    data = b""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([info_fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(info_fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    try:
-        pid = json.loads(data)["child-pid"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return pid if type(pid) is int and pid > 0 else None
+def first_process(proc: subprocess.Popen, deadline: float) -> int | None:
+    """The PID (in our namespace) of the sandbox's first process: bwrap's only child, once it
+    has cloned it; None if bwrap exits first, or has not cloned it by `deadline`.
+
+    Read from /proc, not from bwrap's `--info-fd`: bwrap writes that report after the clone
+    but before it tells its child to go on, and the child has no parent-death signal until
+    much later. A grader killed before reading the report made that write fail and bwrap
+    exit, leaving the child blocked for ever on the go that never came, adopted by PID 1."""
+    while True:
+        child = only_child(proc.pid)
+        if child is not None:
+            return child
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return None
+        time.sleep(0.002)
 
 
 def only_child(pid: int) -> int | None:

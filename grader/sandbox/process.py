@@ -162,12 +162,11 @@ class WorkerProcess:
         self._worker_pid: int | None = None
         result_r, result_w = os.pipe()
         noise_r, noise_w = os.pipe()
-        info_r, info_w = os.pipe() if wrapped else (-1, -1)
         command = [sys.executable, *PYTHON_FLAGS, "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
         env = clean_env(work)
         if wrapped:
             inside = {**env, "TMPDIR": "/tmp"}  # the sandbox's own tmpfs
-            command = [*bwrap.argv(lib, work, inside, info_w, switch_user), bwrap.interpreter(), *command[1:]]
+            command = [*bwrap.argv(lib, work, inside, switch_user), bwrap.interpreter(), *command[1:]]
         try:
             self.proc = subprocess.Popen(
                 command,
@@ -176,23 +175,20 @@ class WorkerProcess:
                 stdin=subprocess.PIPE,  # one byte per step: go on
                 stdout=noise_w,
                 stderr=noise_w,
-                pass_fds=(result_w, info_w) if wrapped else (result_w,),  # bwrap passes them on
+                pass_fds=(result_w,),  # bwrap passes it on
                 start_new_session=True,  # its own process group: one killpg reaches every child
                 preexec_fn=functools.partial(_before_exec, preexec),
             )
         finally:
-            for fd in (result_w, noise_w, info_w):
-                if fd >= 0:
-                    os.close(fd)
+            for fd in (result_w, noise_w):
+                os.close(fd)
         self.result_fd, self.noise_fd = result_r, noise_r
         if wrapped:
             try:
-                self.sandbox_init = bwrap.child_pid(info_r, time.monotonic() + STARTUP)
+                self.sandbox_init = bwrap.first_process(self.proc, time.monotonic() + STARTUP)
             except BaseException:  # e.g. Ctrl-C while bwrap starts: leave no worker behind
                 self.close()
                 raise
-            finally:
-                os.close(info_r)
         self._listen(result_r, noise_r, limits)
 
     def _listen(self, result_r: int, noise_r: int, limits: Limits) -> None:

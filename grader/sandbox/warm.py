@@ -137,12 +137,11 @@ class WarmServer:
             hand_over(root.parent, lib, work, user)
             os.chmod(root, 0o711)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        info_r, info_w = os.pipe()
         spec = {"assignment": assignment, "suite": suite, "user": list(user) if user else None}
         command = [*PYTHON_FLAGS, "-c", warm.BOOT, str(lib), str(theirs.fileno()), json.dumps(spec)]
         env = clean_env(work)
         inside = {**env, "TMPDIR": "/tmp"}
-        argv = [*bwrap.argv(lib, work, inside, info_w, user is not None), bwrap.interpreter(), *command]
+        argv = [*bwrap.argv(lib, work, inside, user is not None), bwrap.interpreter(), *command]
         try:
             with open(root / "server.log", "wb") as log:  # beside lib/ and work/: not in the sandbox
                 proc = subprocess.Popen(
@@ -152,17 +151,13 @@ class WarmServer:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
-                    pass_fds=(theirs.fileno(), info_w),
+                    pass_fds=(theirs.fileno(),),
                     start_new_session=True,
                     preexec_fn=stable_layout,
                 )
         finally:
             theirs.close()
-            os.close(info_w)
-        try:
-            init = bwrap.child_pid(info_r, time.monotonic() + STARTUP)
-        finally:
-            os.close(info_r)
+        init = bwrap.first_process(proc, time.monotonic() + STARTUP)
         if init is None:
             proc.kill()
             proc.wait()
