@@ -45,6 +45,7 @@ from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
 from tests.harness.classroom import SLOW, kind_of, make_class
 from tests.harness.grading import grade
+from tests.harness.processes import grandchildren_in_group, process_group, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = Limits(timeout=1.0, budget=60.0, memory=512)
@@ -423,6 +424,27 @@ def test_a_long_tmpdir_does_not_stop_the_pool(tmp_path):
     env = {**os.environ, "TMPDIR": str(deep), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert len(str(deep)) > 107 and done.stdout.split() == ["3", "None"], done.stderr[-2000:]
+
+
+def test_a_pool_process_ends_with_the_run():
+    """A submission's process is the fork server's child, not the run's, and the fork server
+    stays while it does: SIGKILLed, the run still takes both along at once, not when the
+    submission is done (here in ten minutes)."""
+    code = (
+        "import time\n"
+        "from grader.classgrade.pool import ForkPool\n"
+        "list(ForkPool(1, 900.0, preload=[]).run(time.sleep, [('k', 600)]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    try:
+        assert wait_for(lambda: bool(grandchildren_in_group(run.pid)), 120), "no slot started"
+        run.kill()
+        run.wait()
+        assert wait_for(lambda: not process_group(run.pid), 10), "a pool process outlived the run"
+    finally:
+        for pid in process_group(run.pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_user_mistakes_exit_2(tmp_path):

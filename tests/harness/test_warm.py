@@ -31,7 +31,12 @@ from grader.sandbox import Limits, bwrap
 from grader.sandbox import warm as sandbox_warm
 from grader.verdict.oracle import Oracle
 from tests.harness.classroom import kind_of, make_class
-from tests.harness.processes import processes_mentioning, wait_for
+from tests.harness.processes import (
+    grandchildren_in_group,
+    process_group,
+    processes_mentioning,
+    wait_for,
+)
 
 pytestmark = pytest.mark.skipif(not bwrap.available(), reason="warm servers need bubblewrap")
 
@@ -225,6 +230,43 @@ def _servers(marker: str) -> list[int]:
     return processes_mentioning(marker, "grader.case.warm")
 
 
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+#: a grader SIGKILLed as soon as bwrap runs: before bwrap sets its own parent-death signal,
+#: and before it lets its sandbox's first process (which has none) go on
+KILLED_AS_IT_STARTS = """
+import os, signal, subprocess, sys
+from pathlib import Path
+from grader.pipeline import SUITES_DIR
+from grader.sandbox.warm import WarmServer
+start = subprocess.Popen
+def start_and_die(*args, **kwargs):
+    start(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+subprocess.Popen = start_and_die
+WarmServer.start(Path(sys.argv[1]), "micrograd", "public", SUITES_DIR, None)
+"""
+
+
+def test_a_server_whose_grader_is_killed_as_it_starts_ends(tmp_path):
+    """Each time (bwrap used to report the sandbox's first process, to a grader that was gone,
+    before letting it go on: it exited on the failed write, and that process waited for ever):
+    the sandbox starts, its server finds its control socket hung up and ends, bwrap with it."""
+    for attempt in range(3):
+        root = tmp_path / f"server-{attempt}"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([sys.executable, "-c", KILLED_AS_IT_STARTS, str(root)], env=env, timeout=120)
+        assert done.returncode == -signal.SIGKILL
+        try:
+            assert wait_for(lambda: not _servers(str(root)), 10), "the sandbox outlived the grader"  # noqa: B023
+        finally:
+            _kill(_servers(str(root)))
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_no_server_outlives_the_run(tmp_path, oracle, sig):
     """Ctrl-C and SIGTERM end the servers on the way out; after a SIGKILL they die with the
@@ -246,20 +288,20 @@ def test_no_server_outlives_the_run(tmp_path, oracle, sig):
     env = {**os.environ, "TMPDIR": str(private), "PYTHONPATH": str(REPO)}
     grader = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)  # fmt: skip
+    working = lambda: bool(_servers(str(private))) and bool(grandchildren_in_group(grader.pid))  # noqa: E731
     try:
-        assert wait_for(lambda: bool(_servers(str(private))), 120), "no warm server started"
+        assert wait_for(working, 120), "no warm server and pool slot started"
         grader.send_signal(sig)
-        grader.communicate(timeout=30)
+        grader.communicate(timeout=30)  # its stderr: also the fork server's and the slots'
     finally:
         if grader.poll() is None:
             grader.kill()
             grader.wait()
-        try:
-            os.killpg(grader.pid, signal.SIGKILL)  # what its pool had forked (they would end on their own)
-        except ProcessLookupError:
-            pass
-    # 30 s: a server ends once its current child has (a busy machine may take a while)
-    assert wait_for(lambda: _servers(str(private)) == [], 30), "a warm server outlived the grader"
+    try:  # all end at once: each watches its link to the grader
+        assert wait_for(lambda: _servers(str(private)) == [], 10), "a warm server outlived the grader"
+        assert wait_for(lambda: process_group(grader.pid) == [], 10), "the pool outlived the grader"
+    finally:
+        _kill(_servers(str(private)) + process_group(grader.pid))
     if sig != signal.SIGKILL:
         assert grader.returncode == 128 + sig
         assert not list(private.glob("grader-sandbox-*/slot*")), "the servers' directories were left"
