@@ -553,11 +553,14 @@ def interruptible() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     """The command's exit status; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, as a shell
-    reports a process killed by them, with one line on stderr and nothing left behind."""
+    reports a process killed by them, with one line on stderr and nothing left behind; 141
+    (SIGPIPE's) when the output's reader stopped reading, quietly."""
     args = build_parser().parse_args(argv)
     try:
         with interruptible():
-            return args.func(args)
+            status = args.func(args)
+            sys.stdout.flush()  # a closed pipe is found here, not by the interpreter's last flush
+            return status
     except UserError as exc:
         print(f"grader: error: {exc}", file=sys.stderr)
         return 2
@@ -565,3 +568,6 @@ def main(argv: list[str] | None = None) -> int:
         terminated = isinstance(exc, Terminated)
         print(f"grader: {'terminated' if terminated else 'interrupted'}, nothing graded", file=sys.stderr)
         return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+    except BrokenPipeError:  # `python -m grader cache | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
+        return 128 + signal.SIGPIPE

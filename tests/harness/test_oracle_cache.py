@@ -230,3 +230,18 @@ def test_a_cache_not_made_yet_is_shown_empty(tmp_path, capsys):
     status, out, _ = run_cli(capsys, "--cache-dir", str(tmp_path / "none"), "--sweep")
     assert status == 0 and "(not created yet)" in out and "0 versions, 0.0 MB" in out
     assert not (tmp_path / "none").exists()
+
+
+def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):
+    """`python -m grader cache | head`: exit status 141 (SIGPIPE's), no traceback."""
+    made_up(tmp_path, 1, age=0)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "grader", "cache", "--cache-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    child.stdout.close()  # the reader is gone before the first line
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 141 and err == b"", err
