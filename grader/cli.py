@@ -313,7 +313,8 @@ def cache_folder(given: str | None) -> Path:
 
 
 def megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+    """A size to read at a glance: kB below a tenth of a MB, where 0.0 MB would say nothing."""
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 or size == 0 else f"{size / 1e3:.0f} kB"
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -341,6 +342,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"  {v.assignment:<10} {v.suite:<8} {v.key}  {megabytes(v.size):>8}  used {used}{mark}")
     total = sum(v.size for v in found)
     line = f"{len(found)} versions, {megabytes(total)}"
+    if stale:
+        doomed = sum(v.size for v in found if v.path in stale)
+        line += f" (the next sweep deletes {sum(v.path in stale for v in found)}, {megabytes(doomed)})"
     if temporaries:
         line += f"; {len(temporaries)} temporary files, {megabytes(sum(size for _, size, _ in temporaries))}"
     print(line)

@@ -193,7 +193,8 @@ def test_the_cache_command_lists_versions_and_sweeps(tmp_path, capsys, monkeypat
     versions = [made_up(folder, n, age=2 * HOUR + n, size=2_000_000) for n in range(1, 6)]
     monkeypatch.setenv("GRADER_CACHE", str(folder))
     status, out, _ = run_cli(capsys)
-    assert status == 0 and str(folder) in out and "5 versions, 10.0 MB" in out
+    assert status == 0 and str(folder) in out
+    assert "5 versions, 10.0 MB (the next sweep deletes 2, 4.0 MB)" in out
     assert out.count("the next sweep deletes it") == 2
     assert all(path.name.split("-")[-1].removesuffix(".json") in out for path in versions)
     status, out, _ = run_cli(capsys, "--sweep")
