@@ -10,12 +10,15 @@ folder: of each assignment's suite the `KEEP` most recently used versions stay, 
 other version unused for `IDLE` seconds is deleted; so is a writer's temporary file that no
 rename took within `IDLE` (its writer was killed). Files not named as the oracle names them
 are never touched. `python -m grader cache` shows the folder, and sweeps or clears it by hand.
+Three: a branch switched back and forth, or two checkouts sharing the folder, find theirs.
+An hour: a grader busy with an older checkout keeps its version while other suites change.
 
 Why deleting is safe beside other graders: a version is one file, written to a temporary name
 and renamed into place, so it is either whole or absent; a reader reads it in one go (an
 unlinked file stays readable to whoever has it open) and takes a missing or unreadable file
 as a miss, which only costs running PyTorch again. Two sweeps may race for the same file:
-the loser finds it gone and moves on.
+the loser finds it gone and moves on. At worst a sweep deletes a version just as another
+grader renames a fresh copy of it into place: that write is lost, a later run misses.
 """
 
 from __future__ import annotations
