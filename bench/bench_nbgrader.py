@@ -8,13 +8,19 @@ grade-class --nbgrader` (the code extracted, graded in the sandbox on all cores,
 written into gradebook.db through nbgrader's Gradebook), in all and per submission, their
 ratio, and whether `nbgrader export` gives every student the same score after each. Each
 figure is one `measure_*` function returning seconds; the gradebook is made anew before each.
+
+It also prints the floor under both: the CPU time the submitted code itself needs to run
+every case once, in one process with nothing around it (`cases_alone`). No path that grades
+every case can take less than that per submission, spread over the machine's cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +70,41 @@ def measure_fast_path(course: Path, env: dict[str, str], assignment: str) -> flo
     return time.perf_counter() - started
 
 
+#: runs every public and hidden case of one assignment on the reference in this process, as a
+#: sandbox worker runs them (no tapes read; a deep case's graph frozen, not collected), and
+#: prints the CPU seconds of the cases alone: not the imports, the suites' loading or a compare
+_CASES_ALONE = """
+import gc, json, sys, time
+from grader import assignments
+from grader.case.define import collect
+from grader.case.run import run_case
+from grader.case.worker import keep_garbage
+from grader.pipeline import REPO
+name = sys.argv[1]
+cases = collect(REPO / "tests", [name], ["public", "hidden"])
+assignment = assignments.get(name)
+modules = assignment.load(REPO / "reference")
+cpu = 0.0
+for case in cases:
+    if not case.trace:
+        gc.disable()
+    started = time.process_time()
+    run_case(case, assignment.engine(modules, trace=case.trace), [REPO], tape=False)
+    cpu += time.process_time() - started
+    if not case.trace:
+        keep_garbage()
+print(json.dumps({"cpu": cpu}))
+"""
+
+
+def cases_alone(assignment: str) -> float:
+    """CPU seconds the reference takes to run every case of `assignment` once, in one process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CASES_ALONE, assignment], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])["cpu"]
+
+
 #: name -> how to grade every submission of the course once (seconds)
 FIGURES: dict[str, Callable[[Path, dict[str, str], str], float]] = {
     "nbgrader autograde": measure_autograde,
@@ -94,6 +135,12 @@ def main() -> int:
             )
         (slow, fast) = FIGURES
         print(f"the fast path is {seconds[slow] / seconds[fast]:.1f}x faster than {slow}")
+        floor = cases_alone(args.assignment)
+        best = seconds[slow] / (floor * args.students / args.jobs)
+        print(
+            f"the floor: the submitted code alone runs every case in {floor:.2f} s of CPU, so on "
+            f"{args.jobs} cores no path that runs every case is more than {best:.1f}x faster than {slow}"
+        )
         agree = scores[slow] == scores[fast] and len(scores[fast]) == args.students
         print(f"every exported score and timestamp agrees: {'yes' if agree else 'NO'}")
         if not agree:

@@ -13,6 +13,7 @@ demo                                                     grade the bundled examp
 grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
                                                          grade a class into a gradebook (grader.classgrade)
 merge OUT SHARD.db...                                    combine shard gradebooks
+cache [--cache-dir DIR] [--sweep | --clear]              show the oracle's cache; sweep or clear it
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from grader.report.terminal import print_report
 from grader.sandbox import Limits, SandboxError
 from grader.sandbox.engine import resolve_user
 from grader.scope import Scope, ScopeError, resolve
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import CACHE_ENV, Oracle, default_cache_dir
 
 
 class UserError(Exception):
@@ -299,6 +300,61 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cache_folder(given: str | None) -> Path:
+    """The oracle's cache folder (--cache-dir, else $GRADER_CACHE, else the default), which
+    may not exist yet but must be a folder this user can read."""
+    folder = Path(given) if given else default_cache_dir()
+    source = "--cache-dir" if given else f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "the cache"
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{source} {folder}: not a directory")
+    if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
+        raise UserError(f"{source} {folder}: cannot be read by this user")
+    return folder
+
+
+def megabytes(size: int) -> str:
+    """A size to read at a glance: kB below a tenth of a MB, where 0.0 MB would say nothing."""
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 or size == 0 else f"{size / 1e3:.0f} kB"
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """Show the oracle's cache: its folder, each version with its size and last use, and which
+    the next sweep deletes; with --sweep or --clear, delete those (or all) first."""
+    from datetime import datetime
+
+    from grader.verdict import cache
+
+    folder = cache_folder(args.cache_dir)
+    if args.sweep or args.clear:
+        sizes = {v.path: v.size for v in cache.versions(folder)}
+        sizes.update((path, size) for path, size, _ in cache.temporaries(folder))
+        removed = cache.clear(folder) if args.clear else cache.sweep(folder)
+        freed = sum(sizes.get(path, 0) for path in removed)
+        done = "cleared" if args.clear else "swept"
+        print(f"{done}: {len(removed)} files removed, {megabytes(freed)} freed")
+    found = cache.versions(folder)
+    temporaries = cache.temporaries(folder)
+    stale = set(cache.stale(folder))
+    print(f"oracle cache: {folder}{'' if folder.is_dir() else ' (not created yet)'}")
+    for v in found:
+        used = datetime.fromtimestamp(v.used).strftime("%Y-%m-%d %H:%M")
+        mark = "  (the next sweep deletes it)" if v.path in stale else ""
+        print(f"  {v.assignment:<10} {v.suite:<8} {v.key}  {megabytes(v.size):>8}  used {used}{mark}")
+    total = sum(v.size for v in found)
+    line = f"{len(found)} versions, {megabytes(total)}"
+    if stale:
+        doomed = sum(v.size for v in found if v.path in stale)
+        line += f" (the next sweep deletes {sum(v.path in stale for v in found)}, {megabytes(doomed)})"
+    if temporaries:
+        line += f"; {len(temporaries)} temporary files, {megabytes(sum(size for _, size, _ in temporaries))}"
+    print(line)
+    print(
+        f"each write keeps a suite's {cache.KEEP} most recently used versions and any used in the last "
+        f"{cache.IDLE / 3600:g} h; --sweep applies this now, --clear deletes every version"
+    )
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grader.demo import run_demo
 
@@ -454,6 +510,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser("cache", help="show the oracle's cache (folder, versions, size); sweep or clear it")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    )
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--sweep", action="store_true", help="delete the versions a write would delete")
+    action.add_argument("--clear", action="store_true", help="delete every version")
+    p.set_defaults(func=cmd_cache)
+
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
 
@@ -492,11 +557,14 @@ def interruptible() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     """The command's exit status; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, as a shell
-    reports a process killed by them, with one line on stderr and nothing left behind."""
+    reports a process killed by them, with one line on stderr and nothing left behind; 141
+    (SIGPIPE's) when the output's reader stopped reading, quietly."""
     args = build_parser().parse_args(argv)
     try:
         with interruptible():
-            return args.func(args)
+            status = args.func(args)
+            sys.stdout.flush()  # a closed pipe is found here, not by the interpreter's last flush
+            return status
     except UserError as exc:
         print(f"grader: error: {exc}", file=sys.stderr)
         return 2
@@ -504,3 +572,6 @@ def main(argv: list[str] | None = None) -> int:
         terminated = isinstance(exc, Terminated)
         print(f"grader: {'terminated' if terminated else 'interrupted'}, nothing graded", file=sys.stderr)
         return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+    except BrokenPipeError:  # `python -m grader cache | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
+        return 128 + signal.SIGPIPE

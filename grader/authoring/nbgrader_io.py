@@ -14,8 +14,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,9 +124,44 @@ def write_grades(course: str | Path, assignment: str, student: str, scores: dict
     write_class_grades(course, assignment, {student: scores})
 
 
+def import_nbgrader() -> None:
+    """Import what `write_class_grades` needs from nbgrader: 2 s of CPU, mostly not for us.
+
+    `import nbgrader` brings its server extensions, nbformat and jsonschema, whose format
+    checker compiles an IRI grammar (`rfc3987_syntax`, over a second) that only the "iri"
+    string format uses. No schema the gradebook touches has that format, and jsonschema
+    treats the module as optional, so it is kept out while jsonschema first loads, and
+    allowed again after."""
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        import nbgrader.api  # noqa: F401
+        import nbgrader.utils  # noqa: F401
+
+        return
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # `import` raises ImportError
+    try:
+        import nbgrader.api  # noqa: F401
+        import nbgrader.utils  # noqa: F401
+    finally:
+        if sys.modules.get("rfc3987_syntax", 0) is None:
+            del sys.modules["rfc3987_syntax"]
+
+
+def import_nbgrader_meanwhile() -> None:
+    """`import_nbgrader` in a thread, begun while a class is graded: the grading is in other
+    processes, so the import is done by the time the grades are written. An import error
+    shows when `write_class_grades` imports again."""
+
+    def quietly() -> None:
+        with contextlib.suppress(Exception):  # raised again, where it is used
+            import_nbgrader()
+
+    threading.Thread(target=quietly, name="import nbgrader", daemon=True).start()
+
+
 def write_class_grades(course: str | Path, assignment: str, scores: dict[str, dict[str, float]]) -> None:
     """`write_grades` for many students (student -> grade cell id -> points), in one
     gradebook session and one commit."""
+    import_nbgrader()
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 

@@ -124,8 +124,10 @@ def keep_garbage() -> None:
     and collecting a 10**5-op chain costs a third of a second, more than building it took.
     The worker lives for one suite and exits without cleaning up, so the graph is left in
     memory (frozen: the collector skips it) instead; its memory was needed during the case
-    anyway, and the suite has only a few such cases."""
+    anyway, and the suite has only a few such cases. The collector was off during the case
+    (a case that pauses it would otherwise collect as it resumes it); it is on again now."""
     gc.freeze()
+    gc.enable()
 
 
 def settle_garbage() -> None:
@@ -197,6 +199,8 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
         lib = None  # the case's backend, kept for ASK_TAPE
+        if not case.trace:
+            gc.disable()  # a deep case's graph is never scanned, not even as the case ends
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
             try:
                 with hang.cpu_budget(budgets.get(case_id)):

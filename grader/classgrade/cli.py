@@ -115,6 +115,10 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         name += f"-shard{shard[0]}of{shard[1]}"
     gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
     started = time.perf_counter()
+    if args.nbgrader:
+        from grader.authoring.nbgrader_io import import_nbgrader_meanwhile
+
+        import_nbgrader_meanwhile()
     with Gradebook(gradebook) as book, ClassProgress() as progress:
         run = grade_class(
             submissions,

@@ -5,6 +5,7 @@ In memory, a case runs on PyTorch the first time it is asked for. With a cache d
 suite files, the grader's case, backend and verdict code and the torch version: grading
 many submissions imports torch and runs the oracle once, and a warm cache never imports
 torch. Files are written atomically, so graders running side by side never read half a file.
+Each write sweeps the folder of versions long unused (`grader.verdict.cache` says the policy).
 
 A run's tape and steps (every node's value and gradient, every op) are most of a file, and
 only the diagnosis of a wrong case reads them: the file keeps them as one JSON string per
@@ -14,6 +15,7 @@ submission thus parses the results it is compared with, and little else.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -32,6 +34,7 @@ from grader.case.define import Case
 from grader.case.quantity import Quantity
 from grader.case.run import Run, run_case
 from grader.case.trace import NodeRef, Step
+from grader.verdict import cache
 from grader.verdict.graph import case_ops
 
 CACHE_ENV = "GRADER_CACHE"
@@ -81,7 +84,7 @@ def _digest(files: tuple[tuple[str, Path, tuple[int, int]], ...]) -> str:
     )
     for name, path, _ in files:
         digest.update(f"\0{name}\0".encode() + path.read_bytes())
-    return digest.hexdigest()[:24]
+    return digest.hexdigest()[: cache.KEY_CHARS]
 
 
 # ---- a Run as JSON and back; steps keep tuples and node references exactly ----
@@ -254,7 +257,7 @@ class Oracle:
             stored: dict[str, Any] = {"runs": {}, "seconds": {}}
             if self.cache_dir is not None:
                 key = suite_key(where, assignment, suite)
-                path = self.cache_dir / f"{assignment}-{suite}-{key}.json"
+                path = cache.version_path(self.cache_dir, assignment, suite, key)
                 if path not in self._files:
                     self._files[path] = self._load(path)
                 stored = self._files[path]
@@ -268,8 +271,8 @@ class Oracle:
                     stored["seconds"][case.id] = self.seconds.get(case.id, 0.0)
                 except TypeError:
                     path = None  # not representable as JSON: keep it in memory only
-            if path is not None:
-                _write_atomically(path, {"format": FORMAT, **stored})
+            if path is not None and _write_atomically(path, {"format": FORMAT, **stored}):
+                cache.sweep(path.parent)
 
     def freeze(self, cases: Iterable[Case]) -> dict[str, Any]:
         """Every case's expected run as plain JSON, to ship where torch should not be imported
@@ -302,18 +305,28 @@ class Oracle:
             seconds = {case_id: float(data["seconds"][case_id]) for case_id in runs}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {"runs": {}, "seconds": {}}
+        cache.touch(path)  # used: kept by the sweeps of other versions
         for case_id, run in runs.items():
             self._runs.setdefault(case_id, run)
         self.seconds.update(seconds)
         return {"runs": data["runs"], "seconds": data["seconds"]}
 
 
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+def _write_atomically(path: Path, data: dict[str, Any]) -> bool:
+    """Write to a temporary name beside `path`, then rename: readers see the old file or the
+    new one, never a part. Returns whether it was written; a failed write leaves nothing."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)
         os.replace(tmp, path)
+        tmp = None
+        return True
     except OSError:
-        pass  # a cache that cannot be written only costs time
+        return False  # a cache that cannot be written (a full disk, a cleared folder) only costs time
+    finally:
+        if tmp is not None:  # not renamed: the write failed, or was interrupted
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
