@@ -5,7 +5,10 @@ case package and the pipeline; every submission then runs in a new process forke
 so it starts warm, and never in a process that served another student. Each process gets a
 wall-clock deadline: past it, or when it dies without an answer, the submission gets a
 fault with the reason and the others go on; a slow or hostile submission holds one slot
-for at most its deadline.
+for at most its deadline. A submission's process ends with the class run, even SIGKILLed:
+nothing else would end it before its submission is done (it is the fork server's child, and
+the fork server stays while its children hold a copy of its own lifeline), so it watches its
+result pipe and exits once no one is left to read it (`grader.case.lifeline`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ that does not answer a ping at once (it died, a child stopped it, it is out of s
 server of a slot whose submission's process was killed or died mid-way, is closed and a fresh
 one started on the next need. The servers live in this process's locked scratch directory
 and die with it: on the normal end and on Ctrl-C `close` ends them; after a SIGKILL bubblewrap's
-`--die-with-parent` does, and the next run sweeps the directory.
+`--die-with-parent` does, or the server itself once its control socket is hung up (this
+process and the pool's slots, which end with it, are gone), and the next run sweeps the
+directory.
 
 Only where bubblewrap isolates workers: elsewhere (the home-made namespaces, none) every
 worker starts cold, as `grade` starts them. On a Dask worker each of its threads is a slot

@@ -16,8 +16,11 @@ holds one submission at a time: `fill`, then `empty_work`); public and hidden ne
 server. A server that dies, or answers out of step or not at all, is killed at once (with
 its PID namespace, everything in it) and the engine goes on with a cold worker on the same
 directories; whoever lent it (`grader.classgrade.warm`) starts a fresh one. Servers die with
-the process that started them (`--die-with-parent`), and their directories are in that
-process's locked scratch directory, swept after a SIGKILL.
+the process that started them: bwrap's `--die-with-parent`, and, for the moments that misses
+(bwrap's own start, before its sandbox's first process has a parent-death signal), the
+server's watch on its control socket (`grader.case.lifeline`), hung up once that process and
+the pool slot it lent the server to are gone. Their directories are in that process's
+locked scratch directory, swept after a SIGKILL.
 
 `--user` works: the server runs as root inside its sandbox (with only CAP_SETUID and
 CAP_SETGID, and never runs student code), each child and the cleaning helper become the
