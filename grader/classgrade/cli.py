@@ -136,12 +136,13 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         )
     seconds = time.perf_counter() - started
     with Gradebook(gradebook) as book:
-        Console().print(summary(book, run, seconds, jobs))
-        written = export_all(book, out, args.hidden_visibility)
+        reports = dict(book.reports())  # decoded once: the summary and every export render them
+        Console().print(summary(book, reports, run, seconds, jobs))
+        written = export_all(book, out, args.hidden_visibility, reports)
         if args.nbgrader:
             from grader.classgrade.nbgrader import write_course_grades
 
-            count = write_course_grades(root, args.nbgrader_assignment, book)
+            count = write_course_grades(root, args.nbgrader_assignment, reports)
             Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
     Console().print(
         f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}"

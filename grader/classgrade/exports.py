@@ -36,9 +36,9 @@ def by_assignment(report: Report) -> dict[str, Report]:
     return parts
 
 
-def grades_rows(book: Gradebook) -> list[dict[str, object]]:
+def grades_rows(book: Gradebook, reports: dict[str, Report]) -> list[dict[str, object]]:
     rows = []
-    for student, report in book.reports():
+    for student, report in reports.items():
         timestamp = book.info(student)["timestamp"] or ""
         for assignment, part in sorted(by_assignment(report).items()):
             rows.append(
@@ -59,28 +59,35 @@ def _csv(columns: tuple[str, ...], rows: list[dict[str, object]]) -> str:
     return buffer.getvalue()
 
 
-def case_rows(book: Gradebook) -> list[dict[str, object]]:
+def case_rows(reports: dict[str, Report]) -> list[dict[str, object]]:
     return [
         {
             "student_id": student, "assignment": r.assignment, "case_id": r.id, "name": r.name,
             "topic": r.topic, "suite": r.suite, "status": str(r.status), "points": r.points,
             "max_points": r.max_points, "seconds": round(r.seconds, 4), "message": r.message,
         }
-        for student, report in book.reports()
+        for student, report in reports.items()
         for r in report.results
     ]  # fmt: skip
 
 
-def export_all(book: Gradebook, out: str | Path, visibility: str = DEFAULT_HIDDEN_VISIBILITY) -> list[Path]:
-    """Write every export under `out`; returns the paths written."""
+def export_all(
+    book: Gradebook,
+    out: str | Path,
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY,
+    reports: dict[str, Report] | None = None,
+) -> list[Path]:
+    """Write every export under `out`; returns the paths written. `reports` are the book's,
+    when the caller has read them already (a class's take a while to decode)."""
     out = Path(out)
+    reports = dict(book.reports()) if reports is None else reports
     written = [out / "grades.csv", out / "cases.csv"]
-    write_text(_csv(NBGRADER_COLUMNS, grades_rows(book)), written[0])
-    write_text(_csv(CASE_COLUMNS, case_rows(book)), written[1])
-    for student, report in book.reports():
+    write_text(_csv(NBGRADER_COLUMNS, grades_rows(book, reports)), written[0])
+    write_text(_csv(CASE_COLUMNS, case_rows(reports)), written[1])
+    for student, report in reports.items():
         path = out / "results" / student / "results.json"
         write_json(gradescope(report), path)
         written.append(path)
-    write_pages(dict(book.reports()), out / "pages", visibility)
+    write_pages(reports, out / "pages", visibility)
     written.append(out / "pages" / "index.html")
     return written

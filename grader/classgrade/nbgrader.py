@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.classgrade.gradebook import Gradebook
+from grader.report.model import Report
 
 
-def write_course_grades(course: Path, assignment: str, book: Gradebook) -> int:
-    """Every student of the class gradebook who submitted `assignment`; returns how many."""
+def write_course_grades(course: Path, assignment: str, reports: dict[str, Report]) -> int:
+    """Every student of the class gradebook (`reports`, read from it) who submitted
+    `assignment`; returns how many."""
     from grader.authoring.nbgrader_io import cell_scores, write_class_grades
     from grader.classgrade.cli import UsageError
 
     scores = {
         student: cell_scores(report.results, assignment)
-        for student, report in book.reports()
+        for student, report in reports.items()
         if (course / "submitted" / student / assignment / f"{assignment}.ipynb").is_file()
     }
     try:

@@ -55,12 +55,13 @@ class ClassProgress:
             )
 
 
-def summary(book: Gradebook, run: ClassRun, seconds: float, jobs: int) -> Table:
-    """One row per student in the gradebook, then the run's totals in the caption."""
+def summary(book: Gradebook, reports: dict[str, Report], run: ClassRun, seconds: float, jobs: int) -> Table:
+    """One row per student in the gradebook (`reports`, read from it), then the run's totals
+    in the caption."""
     table = Table(title="Class grades")
     for column in ("student", "score", "max", "%", "state", "graded now", "seconds", "errors"):
         table.add_column(column, justify="right" if column in ("score", "max", "%", "seconds") else "left")
-    for student, report in book.reports():
+    for student, report in reports.items():
         info = book.info(student)
         share = 100 * report.score / report.max_score if report.max_score else 0.0
         errors = "; ".join(report.errors)[:60]
