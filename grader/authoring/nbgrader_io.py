@@ -132,17 +132,14 @@ def import_nbgrader() -> None:
     string format uses. No schema the gradebook touches has that format, and jsonschema
     treats the module as optional, so it is kept out while jsonschema first loads, and
     allowed again after."""
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
-        import nbgrader.api  # noqa: F401
-        import nbgrader.utils  # noqa: F401
-
-        return
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # `import` raises ImportError
+    keep_out = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
+    if keep_out:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # `import` raises ImportError
     try:
         import nbgrader.api  # noqa: F401
         import nbgrader.utils  # noqa: F401
     finally:
-        if sys.modules.get("rfc3987_syntax", 0) is None:
+        if keep_out and sys.modules.get("rfc3987_syntax", 0) is None:
             del sys.modules["rfc3987_syntax"]
 
 

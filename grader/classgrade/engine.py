@@ -123,7 +123,9 @@ def grade_class(
     for sub in subs:
         group = case_lists[sub.student]
         same = tuple((str(c.suites_dir), c.id, c.points) for c in group)
-        key = keys[same] if same in keys else keys.setdefault(same, cases_key(group, visibility))
+        if same not in keys:
+            keys[same] = cases_key(group, visibility)
+        key = keys[same]
         digest = files_hash(sub.path)
         old = seen.get(sub.student)
         if not force and old is not None and (old.hash, old.cases_key) == (digest, key):
