@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,11 +97,11 @@ def temporaries(folder: Path) -> list[tuple[Path, int, float]]:
 def stale(folder: Path, keep: int = KEEP, idle: float = IDLE, now: float | None = None) -> list[Path]:
     """What a sweep deletes now: see the module's docstring."""
     cutoff = (time.time() if now is None else now) - idle
-    seen: dict[tuple[str, str], int] = {}
+    rank: Counter[tuple[str, str]] = Counter()  # a version's place in its suite, most recently used first
     doomed = []
     for version in versions(folder):
-        rank = seen[version.assignment, version.suite] = seen.get((version.assignment, version.suite), 0) + 1
-        if rank > keep and version.used < cutoff:
+        rank[version.assignment, version.suite] += 1
+        if rank[version.assignment, version.suite] > keep and version.used < cutoff:
             doomed.append(version.path)
     doomed += [path for path, _, used in temporaries(folder) if used < cutoff]
     return doomed
