@@ -47,7 +47,7 @@ from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 SUITE_ORDER = ("public", "hidden")
 REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT
 #: CPU seconds the probe's backward() may take (a correct engine takes microseconds)
-PROBE_CPU = 0.25
+PROBE_CPU = 0.1
 #: wall seconds the grader waits for the probe's answer (CPU time is what ends a probe; this
 #: is for code that swallows the exception or loops outside Python)
 PROBE_WAIT = 10.0

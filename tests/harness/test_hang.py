@@ -12,12 +12,15 @@ verdicts it gets without the probe. Locally, pytest-timeout ends a hanging test.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from grader.case import hang
 from grader.pipeline import REPO
 from grader.sandbox import Limits
 from grader.sandbox import engine as sandbox_engine
@@ -96,6 +99,20 @@ def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(t
     assert passed(probed) - deep == passed(plain) - deep
     assert len(passed(probed)) < len(probed.results)  # some cases did hang
     assert {r.topic for r in probed.results if r.passed} >= {"forward", "ops", "random"}
+
+
+def test_a_cpu_budget_counts_cpu_time_not_waiting():
+    """The budget's alarm rings by the clock, but only CPU time spends it: a case that waits
+    (as on a machine busy with other work) goes on past its budget in wall time, and a case
+    that computes is ended, inside the code that runs, once its CPU is spent."""
+    with hang.cpu_budget(0.01):
+        time.sleep(0.05)  # rings after 0.01 s, finds almost no CPU spent, waits on
+    started = time.process_time()
+    with pytest.raises(hang.CaseTimedOut), hang.cpu_budget(0.01):
+        while time.process_time() - started < 5:
+            pass
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL  # all as before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 LOCAL = """
