@@ -98,6 +98,21 @@ def export(course: Path, env: dict[str, str], name: str = "grades.csv") -> list[
         return sorted(csv.DictReader(f), key=lambda row: (row["student_id"], row["assignment"]))
 
 
+def formgrader_view(course: Path, assignment: str) -> dict[str, tuple[bool, float]]:
+    """Student -> (shown as autograded, score) for each submission formgrader lists,
+    from the API it is built on (`NbGraderAPI.get_submissions`)."""
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "autodiff"
+    config.Exchange.root = str(course / "exchange")  # unused: formgrader's view is the gradebook's
+    api = NbGraderAPI(config=config)
+    listed = api.get_submissions(assignment)
+    return {s["student"]: (s["autograded"], s["score"]) for s in listed if s["submitted"]}
+
+
 def cell_points(course: Path, assignment: str, student: str) -> dict[str, float]:
     """Points per test cell, from the autograded notebook's outputs as nbgrader reads them."""
     from nbgrader.utils import determine_grade, is_grade

@@ -28,6 +28,7 @@ from tests.harness.nbgrader_course import (  # noqa: E402 (needs nbgrader)
     export,
     fast_path,
     filled,
+    formgrader_view,
     make_course,
     nbgrader,
     released,
@@ -198,4 +199,7 @@ def test_fast_path_exports_like_autograde(course):
         for student, assignment in reports:
             stamp = (course / "submitted" / student / assignment / "timestamp.txt").read_text().strip()
             assert gb.find_submission(assignment, student).timestamp == parse_utc(stamp)
-            assert (course / "autograded" / student / assignment).is_dir()
+    for assignment in ("micrograd", "needle"):  # formgrader lists each as autograded, with its score
+        shown = formgrader_view(course, assignment)
+        exported = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
+        assert shown == {student: (True, exported[student]) for student, a in reports if a == assignment}
