@@ -1,17 +1,24 @@
 """`nbgrader autograde` against the fast path, on the same N submissions of one course.
 
-    python bench/bench_nbgrader.py [--students 50] [--assignment micrograd] [--jobs N]
+    python bench/bench_nbgrader.py [--students 50] [--assignment micrograd] [--jobs N] [--hanging K]
 
-Every submission is the released notebook with the reference filled in. Prints the wall
-time of `nbgrader autograde` (one kernel per submission) and of `python -m grader
-grade-class --nbgrader` (the code extracted, graded in the sandbox on all cores, the scores
-written into gradebook.db through nbgrader's Gradebook), in all and per submission, their
-ratio, and whether `nbgrader export` gives every student the same score after each. Each
-figure is one `measure_*` function returning seconds; the gradebook is made anew before each.
+Every submission is the released notebook with the reference filled in; with --hanging K,
+the last K of them have a backward() that never returns (a `while True` where the sort
+begins), the bug that costs a grader most. Prints the wall time of `nbgrader autograde` (one
+kernel per submission) and of `python -m grader grade-class --nbgrader` (the code extracted,
+graded in the sandbox on all cores, the scores written into gradebook.db through nbgrader's
+Gradebook), in all and per submission, their ratio, and whether `nbgrader export` gives
+every student the same score after each. Each figure is one `measure_*` function returning
+seconds; the gradebook is made anew before each.
 
 It also prints the floor under both: the CPU time the submitted code itself needs to run
 every case once, in one process with nothing around it (`cases_alone`). No path that grades
-every case can take less than that per submission, spread over the machine's cores.
+every case can take less than that per correct submission, spread over the machine's cores.
+
+A backward() that never returns costs each path differently. In a kernel, each case waits
+for its time limit (cut to a second once two cases have hung in one function); the fast
+path tries backward() on a tiny graph first and, when it hangs, gives each case 10 ms of CPU
+(see `grader.sandbox.engine`).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.harness.nbgrader_course import (  # noqa: E402
+    edit,
     environment,
     export,
     fast_path,
@@ -40,14 +48,24 @@ from tests.harness.nbgrader_course import (  # noqa: E402
     submit,
 )
 
+#: assignment -> (old, new): the edit of the filled notebook whose backward() never returns
+NEVER_RETURNS = {
+    "micrograd": ("        topo, visited = [], set()\n", "        while True:\n            pass\n"),
+    "needle": (
+        "    node_to_output_grads_list = {output_tensor: [out_grad]}\n",
+        "    while True:\n        pass\n",
+    ),
+}
 
-def prepare(root: Path, assignment: str, students: int) -> tuple[Path, dict[str, str]]:
+
+def prepare(root: Path, assignment: str, students: int, hanging: int = 0) -> tuple[Path, dict[str, str]]:
     env = environment()
     course = make_course(root)
     nbgrader(course, "generate_assignment", assignment, "--force", env=env)
     nb = filled(course, assignment)
+    stuck = edit(filled(course, assignment), *NEVER_RETURNS[assignment])
     for i in range(students):
-        submit(course, f"student{i:03d}", assignment, nb)
+        submit(course, f"student{i:03d}", assignment, stuck if i >= students - hanging else nb)
     return course, env
 
 
@@ -117,9 +135,14 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=50)
     parser.add_argument("--assignment", default="micrograd", choices=("micrograd", "needle"))
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="for the fast path")
+    parser.add_argument(
+        "--hanging", type=int, default=0, metavar="K", help="of them, K with a backward() that never returns"
+    )
     args = parser.parse_args()
+    if not 0 <= args.hanging <= args.students:
+        parser.error("--hanging must be between 0 and --students")
     with tempfile.TemporaryDirectory() as tmp:
-        course, env = prepare(Path(tmp), args.assignment, args.students)
+        course, env = prepare(Path(tmp), args.assignment, args.students, args.hanging)
         env["BENCH_JOBS"] = str(args.jobs)
         seconds, scores = {}, {}
         for name, measure in FIGURES.items():
@@ -129,18 +152,20 @@ def main() -> int:
             scores[name] = {
                 (r["student_id"], r["assignment"]): (r["raw_score"], r["timestamp"]) for r in rows
             }
+            kinds = f" ({args.hanging} hanging)" if args.hanging else ""
             print(
-                f"{name}: {args.students} {args.assignment} submissions in {seconds[name]:.1f} s, "
+                f"{name}: {args.students} {args.assignment} submissions{kinds} in {seconds[name]:.1f} s, "
                 f"{seconds[name] / args.students:.2f} s per submission"
             )
         (slow, fast) = FIGURES
         print(f"the fast path is {seconds[slow] / seconds[fast]:.1f}x faster than {slow}")
-        floor = cases_alone(args.assignment)
-        best = seconds[slow] / (floor * args.students / args.jobs)
-        print(
-            f"the floor: the submitted code alone runs every case in {floor:.2f} s of CPU, so on "
-            f"{args.jobs} cores no path that runs every case is more than {best:.1f}x faster than {slow}"
-        )
+        if not args.hanging:  # the floor is that of a correct submission
+            floor = cases_alone(args.assignment)
+            best = seconds[slow] / (floor * args.students / args.jobs)
+            print(
+                f"the floor: the submitted code alone runs every case in {floor:.2f} s of CPU, so on "
+                f"{args.jobs} cores no path that runs every case is more than {best:.1f}x faster than {slow}"
+            )
         agree = scores[slow] == scores[fast] and len(scores[fast]) == args.students
         print(f"every exported score and timestamp agrees: {'yes' if agree else 'NO'}")
         if not agree:
