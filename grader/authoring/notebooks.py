@@ -147,17 +147,21 @@ broadcast, so its gradients are summed back to each input's shape.""",
 Leaves that do not require gradients unless asked.""",
 }
 
+#: what the picture cell's backward() line says of itself
+PICTURE_COMMENT = "# runs backward(), and stops it if it never returns"
 DRAW = {
     "micrograd": (
         "## Look at a graph\n\nEach box is a Value: its data and its gradient after `backward()`. "
         "(Drawing needs Graphviz's `dot`.)",
-        'a = Value(2.0, label="a")\nb = Value(-3.0, label="b")\nc = a * b + a\nc.label = "c"\n'
-        "c.backward()\n\nfrom grader.report.draw import draw_dot\n\ndraw_dot(c)",
+        'a = Value(2.0, label="a")\nb = Value(-3.0, label="b")\nc = a * b + a\nc.label = "c"\n\n'
+        "from grader.notebook import backward_for_picture\nfrom grader.report.draw import draw_dot\n\n"
+        f"backward_for_picture(c)  {PICTURE_COMMENT}\ndraw_dot(c)",
     ),
     "needle": (
         "## Look at a graph\n\nEach box is a Tensor with its op. (Drawing needs Graphviz's `dot`.)",
-        'x = Tensor(numpy.array([1.0, 2.0]), dtype="float64")\ny = summation(exp(x) * x)\ny.backward()'
-        "\n\nfrom grader.report.draw import draw_dot\n\ndraw_dot(y)",
+        'x = Tensor(numpy.array([1.0, 2.0]), dtype="float64")\ny = summation(exp(x) * x)\n\n'
+        "from grader.notebook import backward_for_picture\nfrom grader.report.draw import draw_dot\n\n"
+        f"backward_for_picture(y)  {PICTURE_COMMENT}\ndraw_dot(y)",
     ),
 }
 

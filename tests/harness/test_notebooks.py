@@ -5,7 +5,7 @@ from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
-from grader.notebook import SUITES_ENV, grade_topic, topics
+from grader.notebook import SUITES_ENV, backward_for_picture, grade_topic, topics
 from grader.notebook import topic as find_topic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,3 +71,32 @@ def test_test_cells_read_the_suites_that_grader_suites_names(monkeypatch, capsys
     failed = re.findall(r"^FAILED (\S+)", printed, re.M)
     assert failed and all("tanh" in case_id for case_id in failed)
     assert earned == ops.points("public") - sum(c.points for c in ops.public if c.id in failed)
+
+
+class Output:
+    """What the picture cell draws: anything with a backward()."""
+
+    def __init__(self, backward) -> None:
+        self.backward = backward
+
+
+def test_the_picture_cell_stops_or_reports_backward_and_never_fails(capsys):
+    """The graph picture's cell runs backward() first: one that never returns is stopped (it
+    would hold `nbgrader autograde` for its whole cell timeout), one not written yet is told
+    in a line, and a working one runs; the picture is drawn after each."""
+
+    def never_returns():
+        while len(ran) >= 0:
+            pass
+
+    def not_written():
+        raise NotImplementedError("hint: order the nodes topologically")
+
+    ran: list[int] = []
+    backward_for_picture(Output(never_returns), seconds=0.2)
+    assert "did not return within 0.2 s" in capsys.readouterr().out
+    backward_for_picture(Output(not_written), seconds=0.2)
+    assert "raised NotImplementedError: hint: order the nodes topologically" in capsys.readouterr().out
+    backward_for_picture(Output(lambda: ran.append(1)), seconds=0.2)
+    assert ran == [1]
+    assert capsys.readouterr().out == ""
