@@ -12,7 +12,9 @@ Everything goes to stdout, never to stderr: nbgrader gives no credit to a cell t
 to stderr, so the student's own output and warnings are captured while a case runs. A case
 runs for as long as `python -m grader grade` would let it (`Limits().timeout`, or SLOWER
 times PyTorch's time, cut to SHORT_TIMEOUT once REPEATS cases hung in one function); a
-loop that a signal cannot stop is left to nbgrader's cell timeout.
+backward() that does not return on the sandbox's tiny probe graph gives each case its short
+CPU budget instead, as in the sandbox; a loop that a signal cannot stop is left to
+nbgrader's cell timeout.
 
 The hidden suite's report is framed by HIDDEN_BEGIN and HIDDEN_END lines, so that the
 feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
@@ -31,13 +33,13 @@ from typing import Any
 
 from grader import assignments
 from grader.case.define import Case, collect
-from grader.case.hang import WallTimeout, describe, wall_limit
+from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, describe, wall_limit
 from grader.case.run import Run, function_name, run_case
-from grader.case.worker import Bounded
+from grader.case.worker import Bounded, probe, settle_garbage
 from grader.pipeline import SLOWER, SUITES_DIR, verdict
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
-from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
+from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, REPEATS, SHORT_TIMEOUT, suspect_cpu
 from grader.verdict.oracle import Oracle, default_cache_dir
 
 #: the package a submission hands in, and its modules, for each assignment
@@ -191,12 +193,19 @@ class Runner:
         self.expected(case, root)
         return self.oracle.needs(case)
 
-    def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
+    def run(self, case: Case, modules: dict[str, Any], roots: list[Path], hung: bool = False) -> Run:
+        """One case, within its time limit; `hung`: backward() hung on the probe, so the case
+        gets the short CPU budget the sandbox gives it too."""
         engine = assignments.get(case.assignment).engine
         seconds = self.timeout(case)
+        budget = suspect_cpu(SLOWER * self.oracle.seconds.get(case.id, 0.0)) if hung else None
+        if budget is not None:
+            settle_garbage()  # the case is not charged for freeing an earlier case's graph
         try:
-            with wall_limit(seconds):
+            with cpu_budget(budget, wall=seconds) if budget is not None else wall_limit(seconds):
                 return run_case(case, engine(modules, trace=case.trace), roots)
+        except CaseTimedOut as exc:
+            return Run(fault=OUT_OF_BUDGET.format(budget=budget, where=describe(_where(exc, roots))))
         except WallTimeout as exc:
             where = _where(exc, roots)
             if where is not None:
@@ -204,7 +213,12 @@ class Runner:
             return Run(fault=f"timed out after {seconds:.3g} s{describe(where)}")
 
     def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
+        """Each case's result. Before the first, as the sandbox does, backward() runs on a tiny
+        graph (the probe); if it does not return, each case gets a short CPU budget, so a
+        backward() that never returns costs a cell about a second, not ten per case. Probed
+        again in each cell: the student may have fixed the engine and run its cell again."""
         results = []
+        hung: dict[str, bool] = {}
         for case in cases:
             name = ENTRY[case.assignment]
             if name not in namespace:
@@ -212,6 +226,8 @@ class Runner:
                 results.append(verdict(case, Run(), fault))
                 continue
             modules = modules_from(case.assignment, namespace)
+            if case.assignment not in hung:
+                hung[case.assignment] = probe(assignments.get(case.assignment), modules, PROBE_CPU)
             buffer = Bounded()
             with (
                 contextlib.redirect_stdout(buffer),
@@ -219,7 +235,7 @@ class Runner:
                 warnings.catch_warnings(),
             ):
                 warnings.simplefilter("ignore")
-                actual = self.run(case, modules, code_roots(namespace))
+                actual = self.run(case, modules, code_roots(namespace), hung[case.assignment])
                 actual.output = buffer.getvalue()
                 failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)

@@ -95,11 +95,13 @@ def _interval(
 
 
 @contextlib.contextmanager
-def cpu_budget(seconds: float | None) -> Iterator[None]:
+def cpu_budget(seconds: float | None, wall: float | None = None) -> Iterator[None]:
     """Worker side: raise `CaseTimedOut` in whatever runs once this process has used
     `seconds` of CPU time (None: no budget). CPU time, not wall time, so that a machine
     busy with other work does not cut a case short; the grader's wall-clock deadline stays
-    behind it for code that swallows the exception or loops outside Python.
+    behind it for code that swallows the exception or loops outside Python. In process,
+    where no grader stands outside, `wall` is that deadline: `WallTimeout` once `wall`
+    seconds have passed, whatever the CPU.
 
     The alarm is a wall-clock timer all the same. The kernel looks at CPU timers only at
     its tick (4 ms here), so a CPU timer of 10 ms rings after 12 to 16 ms, and a hung
@@ -110,12 +112,17 @@ def cpu_budget(seconds: float | None) -> Iterator[None]:
         yield
         return
     deadline = time.process_time() + seconds
+    wall_deadline = time.monotonic() + wall if wall else None
 
     def expire_when_spent(signum: int, frame: object) -> None:
         left = deadline - time.process_time()
         if left <= CPU_SLACK:
             raise CaseTimedOut("out of CPU time")
-        signal.setitimer(signal.ITIMER_REAL, left)
+        if wall_deadline is not None:
+            if wall_deadline - time.monotonic() <= 0:
+                raise WallTimeout
+            left = min(left, wall_deadline - time.monotonic())
+        signal.setitimer(signal.ITIMER_REAL, max(left, CPU_SLACK))
 
     with _interval(signal.ITIMER_REAL, signal.SIGALRM, seconds, expire_when_spent):
         yield

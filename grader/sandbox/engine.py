@@ -59,6 +59,11 @@ SUSPECT_CPU = 0.01
 #: takes about half a second on the largest, 10**5 ops): the price of a quick verdict
 SUSPECT_MAX = 0.25
 SHORT_TIMEOUT = 1.0  # seconds
+#: a case that ran out of its short CPU budget, once backward() hung on the probe
+OUT_OF_BUDGET = (
+    "timed out after {budget:.2g} s of CPU{where} (backward() did not return on the grader's tiny probe "
+    "graph either, `a * 3 + a`, so each case had a short budget)"
+)
 UNCHECKED = "the worker exited before its result could be checked"
 THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
@@ -71,6 +76,13 @@ THREADS_AGAIN = (
     "not run: {count} cases of {assignment} started threads still running after them, around the "
     "grader's refusal; threads are not allowed in graded code"
 )
+
+
+def suspect_cpu(yardstick: float) -> float:
+    """A case's CPU budget once its assignment's backward() hung on the probe: SUSPECT_CPU,
+    more where `yardstick` (SLOWER times PyTorch's time) is longer, but at most SUSPECT_MAX
+    (PyTorch's times are wall times, which a busy machine stretches)."""
+    return min(SUSPECT_MAX, max(SUSPECT_CPU, yardstick))
 
 
 class BudgetExhausted(Fault):
@@ -296,10 +308,7 @@ class SandboxEngine:
         return PROBE_CPU if assignment not in self.probed else 0
 
     def _cpu(self, case: Case) -> float:
-        """A case's CPU budget once its assignment's backward() hung on the probe: SUSPECT_CPU,
-        more where PyTorch took longer, but at most SUSPECT_MAX (PyTorch's times are wall
-        times, which a busy machine stretches)."""
-        return min(SUSPECT_MAX, max(SUSPECT_CPU, self.yardstick.get(case.id, 0.0)))
+        return suspect_cpu(self.yardstick.get(case.id, 0.0))
 
     def _probe(self, worker: WorkerProcess, assignment: str, cases: list[Case], runs: dict[str, Run]) -> bool:
         """Wait for the probe's answer. True: go on with these cases on this worker; False:
@@ -327,12 +336,8 @@ class SandboxEngine:
         location = run.failure.where if run.failure is not None else None
         if location is not None:
             self.hangs[location[0], location[2]] += 1
-        budget = self._cpu(case)
-        return Run(
-            fault=f"timed out after {budget:.2g} s of CPU{hang.describe(location)} (backward() did not "
-            "return on the grader's tiny probe graph either, `a * 3 + a`, so each case had a short budget)",
-            seconds=run.seconds,
-        )
+        fault = OUT_OF_BUDGET.format(budget=self._cpu(case), where=hang.describe(location))
+        return Run(fault=fault, seconds=run.seconds)
 
     def _repeated(self) -> tuple[str, str] | None:
         """The function where cases hung REPEATS times, if any."""

@@ -104,13 +104,16 @@ def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(t
 def test_a_cpu_budget_counts_cpu_time_not_waiting():
     """The budget's alarm rings by the clock, but only CPU time spends it: a case that waits
     (as on a machine busy with other work) goes on past its budget in wall time, and a case
-    that computes is ended, inside the code that runs, once its CPU is spent."""
+    that computes is ended, inside the code that runs, once its CPU is spent. In process,
+    where no grader stands outside, a wall-clock deadline also ends one that waits."""
     with hang.cpu_budget(0.01):
         time.sleep(0.05)  # rings after 0.01 s, finds almost no CPU spent, waits on
     started = time.process_time()
     with pytest.raises(hang.CaseTimedOut), hang.cpu_budget(0.01):
         while time.process_time() - started < 5:
             pass
+    with pytest.raises(hang.WallTimeout), hang.cpu_budget(0.01, wall=0.05):  # in process: a deadline too
+        time.sleep(5)
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL  # all as before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 

@@ -1,12 +1,14 @@
 """The nbgrader course's source notebooks are generated: they must not drift."""
 
 import re
+import shutil
 from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
 from grader.notebook import SUITES_ENV, backward_for_picture, grade_topic, topics
 from grader.notebook import topic as find_topic
+from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
@@ -100,3 +102,32 @@ def test_the_picture_cell_stops_or_reports_backward_and_never_fails(capsys):
     backward_for_picture(Output(lambda: ran.append(1)), seconds=0.2)
     assert ran == [1]
     assert capsys.readouterr().out == ""
+
+
+SORT = "        topo, visited = [], set()\n"
+NEVER_RETURNS = "        while True:\n            pass\n"
+
+
+def test_a_backward_that_never_returns_scores_in_a_test_cell_as_in_the_sandbox(tmp_path, capsys):
+    """A test cell probes backward() before its cases, as the sandbox does: when it hangs,
+    each case gets the sandbox's short CPU budget (not ten seconds of waiting), and the cell
+    earns what `python -m grader grade` gives the same code, topic by topic."""
+    engine = (REPO / "reference" / "micrograd" / "engine.py").read_text()
+    assert engine.count(SORT) == 1
+    hanging = engine.replace(SORT, NEVER_RETURNS)
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
+    (tmp_path / "micrograd" / "engine.py").write_text(hanging)
+    report = grade(tmp_path, suite="public", only=["micrograd"])
+    namespace = notebook_namespace(hanging)
+    nn = REPO / "reference" / "micrograd" / "nn.py"  # the nn cells, which use the Value above
+    cells = nn.read_text().replace("from micrograd.engine import Value\n", "")
+    exec(compile(cells, str(nn), "exec"), namespace)
+    for name in ("accumulation", "forward"):
+        earned = grade_topic("micrograd", name, "public", namespace)
+        printed = capsys.readouterr().out
+        in_topic = [r for r in report.results if r.topic == name]
+        assert earned == sum(r.points for r in in_topic if r.passed)
+        timed_out = [r for r in in_topic if not r.passed]
+        assert printed.count("s of CPU in Value.backward") == len(timed_out)
+    assert any(r.topic == "accumulation" and not r.passed for r in report.results)
+    assert all(r.passed for r in report.results if r.topic == "forward")
