@@ -265,15 +265,15 @@ def report(results: list[CaseResult], title: str) -> str:
     return "\n".join(lines)
 
 
-def backward_for_picture(output: Any, seconds: float | None = None) -> None:
+def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
     """`output.backward()`, as a notebook's picture cell runs it before drawing the graph: for
-    at most `seconds` of wall time (the grader's time limit per case), and never an error. A
-    backward() not written yet (the released notebook), one that raises and one that never
-    returns all leave the gradients as they are, say so in one line on stdout, and the
-    picture still shows the graph and its values. Without the limit, a backward() that never
-    returns would hold the cell until the student interrupts it, or until nbgrader's cell
-    timeout (five minutes of `nbgrader autograde` for each such submission)."""
-    seconds = Limits().timeout if seconds is None else seconds
+    at most `seconds` of wall time, and never an error. The picture's graph has a handful of
+    nodes, on which a correct backward(), however slow, takes microseconds. A backward() not
+    written yet (the released notebook), one that raises and one that never returns all leave
+    the gradients as they are, say so in one line on stdout, and the picture still shows the
+    graph and its values. Without the limit, a backward() that never returns would hold the
+    cell until the student interrupts it, or until nbgrader's cell timeout (five minutes of
+    `nbgrader autograde` for each such submission)."""
     try:
         with wall_limit(seconds):
             output.backward()
