@@ -15,10 +15,9 @@ It also prints the floor under both: the CPU time the submitted code itself need
 every case once, in one process with nothing around it (`cases_alone`). No path that grades
 every case can take less than that per correct submission, spread over the machine's cores.
 
-A backward() that never returns costs each path differently. In a kernel, each case waits
-for its time limit (cut to a second once two cases have hung in one function); the fast
-path tries backward() on a tiny graph first and, when it hangs, gives each case 10 ms of CPU
-(see `grader.sandbox.engine`).
+A backward() that never returns is found the same way on both paths: backward() is tried on
+a tiny graph before the cases, and when it hangs each case gets 10 ms of CPU (see
+`grader.sandbox.engine`); in a kernel, the picture cell's backward() also waits a second.
 """
 
 from __future__ import annotations
