@@ -26,6 +26,7 @@ import contextlib
 import os
 import sys
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -172,6 +173,8 @@ class Runner:
         self.limits = limits or Limits()
         self.prepared: set[tuple[str, str, Path]] = set()
         self.hangs: dict[str, int] = {}
+        #: the class the hangs were counted on (a kernel outlives a student's fix)
+        self.counted: weakref.ref[type] | None = None
 
     def timeout(self, case: Case) -> float:
         given = os.environ.get(TIMEOUT_ENV)
@@ -180,6 +183,16 @@ class Runner:
         if max(self.hangs.values(), default=0) >= REPEATS:
             seconds = min(seconds, SHORT_TIMEOUT)
         return seconds
+
+    def count_hangs_of(self, engine: Any) -> None:
+        """Start the hang counts afresh for a new engine class: a student who fixed a hang and
+        ran the class's cell again gets each case's full time limit back in the same kernel."""
+        if self.counted is None or self.counted() is not engine:
+            self.hangs.clear()
+            try:
+                self.counted = weakref.ref(engine)
+            except TypeError:  # not a class (the notebook named something else Value)
+                self.counted = None
 
     def expected(self, case: Case, root: Path) -> Run:
         key = (case.assignment, case.suite, Path(root))  # $GRADER_SUITES may name another root
@@ -225,9 +238,11 @@ class Runner:
                 fault = Run(fault=f"the notebook defines no {name}: run the cells above first")
                 results.append(verdict(case, Run(), fault))
                 continue
+            self.count_hangs_of(namespace[name])
             modules = modules_from(case.assignment, namespace)
             if case.assignment not in hung:
-                hung[case.assignment] = probe(assignments.get(case.assignment), modules, PROBE_CPU)
+                assignment = assignments.get(case.assignment)
+                hung[case.assignment] = probe(assignment, modules, PROBE_CPU, wall=SHORT_TIMEOUT)
             buffer = Bounded()
             with (
                 contextlib.redirect_stdout(buffer),

@@ -137,16 +137,16 @@ def settle_garbage() -> None:
         gc.collect()
 
 
-def probe(assignment: Any, modules: Any, seconds: float) -> bool:
-    """Did backward() fail to return, within `seconds` of CPU, on the smallest graph with a
-    node used twice? A correct engine, however slow, takes microseconds; any other outcome
-    (it returned, it raised) is not a hang."""
+def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> bool:
+    """Did backward() fail to return, within `seconds` of CPU (and `wall` seconds, in process),
+    on the smallest graph with a node used twice? A correct engine, however slow, takes
+    microseconds; any other outcome (it returned, it raised) is not a hang."""
     lib = assignment.engine(modules, trace=False)
     with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
         try:
-            with hang.cpu_budget(seconds):
+            with hang.cpu_budget(seconds, wall=wall):
                 lib.probe_backward()
-        except hang.CaseTimedOut:
+        except (hang.CaseTimedOut, hang.WallTimeout):
             return True
         except Exception:
             return False

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
-from grader.notebook import SUITES_ENV, backward_for_picture, grade_topic, topics
+from grader.notebook import SUITES_ENV, TIMEOUT_ENV, Runner, backward_for_picture, grade_topic, topics
 from grader.notebook import topic as find_topic
+from grader.sandbox.engine import SHORT_TIMEOUT
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,3 +132,29 @@ def test_a_backward_that_never_returns_scores_in_a_test_cell_as_in_the_sandbox(t
         assert printed.count("s of CPU in Value.backward") == len(timed_out)
     assert any(r.topic == "accumulation" and not r.passed for r in report.results)
     assert all(r.passed for r in report.results if r.topic == "forward")
+
+
+SEED = "        self.grad = 1.0\n"
+#: gets through the probe's tiny graph, and loops for ever on any graph of over 500 nodes
+HANGS_ON_DEEP_GRAPHS = "        while len(topo) > 500:\n            pass\n"
+
+
+def test_a_fix_run_again_in_the_same_kernel_gets_full_time_limits_back(monkeypatch):
+    """Once cases have hung twice in one function, a kernel cuts later cases to a second, as
+    the sandbox does for one submission. A student who then fixes the engine and runs its
+    cell again has a new class, and its cases get their full time limits again."""
+    monkeypatch.setenv(TIMEOUT_ENV, "0.3")
+    engine = (REPO / "reference" / "micrograd" / "engine.py").read_text()
+    assert engine.count(SEED) == 1
+    runner, deep = Runner(), find_topic("micrograd", "deep", REPO / "tests").public
+    for case in deep:
+        runner.needs(case, REPO / "tests")  # as grade_topic does: PyTorch's times are known
+    results = runner.check(
+        deep, notebook_namespace(engine.replace(SEED, HANGS_ON_DEEP_GRAPHS + SEED)), REPO / "tests"
+    )
+    assert sum("timed out" in r.message for r in results) >= 2
+    longest = max(deep, key=runner.timeout)  # PyTorch took long enough for it to get over 0.3 s
+    assert runner.timeout(longest) == SHORT_TIMEOUT
+    fixed = runner.check(deep[:1], notebook_namespace(engine), REPO / "tests")
+    assert fixed[0].passed
+    assert runner.timeout(longest) > SHORT_TIMEOUT
