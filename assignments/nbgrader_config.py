@@ -3,7 +3,9 @@
 The source notebooks under source/ are generated: `python -m grader notebooks`.
 """
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -28,3 +30,11 @@ if (_checkout / "grader" / "__init__.py").is_file():
     _path = os.environ.get("PYTHONPATH", "")
     if str(_checkout) not in _path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_checkout), _path) if p)
+elif importlib.util.find_spec("grader") is None and sys.argv[1:2] == ["autograde"]:
+    # Elsewhere the grader must be installed: without it every test cell fails at its first
+    # line, and autograding would give every student zero without a word.
+    print(
+        "nbgrader autograde: the course needs the kit's `grader`: run `bash scripts/setup.sh`",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)

@@ -13,6 +13,7 @@ import shutil
 import warnings
 
 import pytest
+from traitlets.config import Config
 
 from grader.authoring.leaks import scan, secrets
 from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
@@ -203,3 +204,21 @@ def test_fast_path_exports_like_autograde(course):
         shown = formgrader_view(course, assignment)
         exported = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
         assert shown == {student: (True, exported[student]) for student, a in reports if a == assignment}
+
+
+def test_autograde_refuses_a_course_whose_kernels_cannot_import_the_grader(tmp_path, monkeypatch, capsys):
+    """A course copied out of the kit's checkout, on a machine where the grader is not
+    installed: every test cell would fail at its import and score zero without a word, so
+    `nbgrader autograde` stops at once with a one-line reason (exit 2). Other commands run."""
+    config = tmp_path / "course" / "nbgrader_config.py"
+    config.parent.mkdir()
+    shutil.copy(REPO / "assignments" / "nbgrader_config.py", config)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *args: None)
+    code = compile(config.read_text(), str(config), "exec")
+    monkeypatch.setattr("sys.argv", ["nbgrader", "export"])
+    exec(code, {"get_config": Config, "__file__": str(config)})
+    monkeypatch.setattr("sys.argv", ["nbgrader", "autograde", "micrograd"])
+    with pytest.raises(SystemExit) as stopped:
+        exec(code, {"get_config": Config, "__file__": str(config)})
+    assert stopped.value.code == 2
+    assert "run `bash scripts/setup.sh`" in capsys.readouterr().err
