@@ -295,7 +295,7 @@ def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
     except WallTimeout:
         print(f"backward() did not return within {seconds:g} s; the picture shows no gradients")
     except Exception as exc:
-        message = f"{type(exc).__name__}: {exc}"[:300]
+        message = f"{type(exc).__name__}: {exc}"[:300] if str(exc) else type(exc).__name__
         print(f"backward() raised {message}; the picture shows the gradients as they are")
 
 

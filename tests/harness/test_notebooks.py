@@ -95,11 +95,16 @@ def test_the_picture_cell_stops_or_reports_backward_and_never_fails(capsys):
     def not_written():
         raise NotImplementedError("hint: order the nodes topologically")
 
+    def not_released():
+        raise NotImplementedError()  # what nbgrader leaves in a solution cell
+
     ran: list[int] = []
     backward_for_picture(Output(never_returns), seconds=0.2)
     assert "did not return within 0.2 s" in capsys.readouterr().out
     backward_for_picture(Output(not_written), seconds=0.2)
     assert "raised NotImplementedError: hint: order the nodes topologically" in capsys.readouterr().out
+    backward_for_picture(Output(not_released), seconds=0.2)
+    assert "raised NotImplementedError; the picture" in capsys.readouterr().out
     backward_for_picture(Output(lambda: ran.append(1)), seconds=0.2)
     assert ran == [1]
     assert capsys.readouterr().out == ""
