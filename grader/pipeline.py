@@ -22,13 +22,16 @@ from pathlib import Path
 from typing import Protocol
 
 from grader import assignments, intake
+from grader.case import hang
 from grader.case.define import Case, collect
+from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget
 from grader.case.loading import SubmissionError, locate_assignment, running
 from grader.case.quantity import Quantity
-from grader.case.run import Run, run_case
-from grader.case.worker import Bounded
+from grader.case.run import Run, describe_exception, run_case
+from grader.case.worker import Bounded, probe
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
+from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, SHORT_TIMEOUT, suspect_cpu
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
@@ -91,24 +94,48 @@ class InProcessEngine:
         self.assignment = assignments.get(assignment)
         self.modules = self.assignment.load(directory)
         self.roots = [Path(directory).resolve()]
+        #: backward() did not return on the probe's tiny graph (see `probe`)
+        self.hung = False
+
+    def probe(self) -> bool:
+        """Try backward() on the tiny graph the sandbox probes with. If it does not return,
+        each later case gets the sandbox's short CPU budget: a backward() that never returns
+        then fails each case in a hundredth of a second, saying where, rather than costing a
+        student's pytest run a minute per test."""
+        self.hung = probe(self.assignment, self.modules, PROBE_CPU, wall=SHORT_TIMEOUT)
+        return self.hung
 
     @property
     def notes(self) -> list[str]:
         """What loading noted: stand-ins for absent modules, a failed `__init__.py`."""
         return list(getattr(self.modules, "notes", []))
 
-    def run(self, case: Case) -> Run:
+    def run(self, case: Case, yardstick: float = 0.0) -> Run:
+        """Run `case`; once the probe hung, within its short CPU budget (more for a case whose
+        `yardstick`, SLOWER times PyTorch's time, is longer), as the sandbox runs it."""
         buffer = Bounded()
+        budget = suspect_cpu(yardstick) if self.hung else None
+        wall = max(Limits().timeout, yardstick)
+        limit = cpu_budget(budget, wall=wall) if budget else contextlib.nullcontext()
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
             started = time.perf_counter()
-            run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
+            try:
+                with limit:
+                    run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
+            except (CaseTimedOut, WallTimeout) as exc:
+                where = hang.describe(describe_exception(exc, self.roots).where)
+                fault = OUT_OF_BUDGET.format(budget=budget, where=where)
+                run = Run(
+                    fault=fault if isinstance(exc, CaseTimedOut) else f"timed out after {wall:.3g} s{where}"
+                )
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         return run
 
 
 class InProcessRunner:
-    """The in-process engine: for trusted code and a student's own runs. No timeouts."""
+    """The in-process engine: for trusted code and a student's own runs. No timeouts, but a
+    backward() that hangs on the probe gets the sandbox's short budgets (`InProcessEngine.probe`)."""
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines: dict[str, InProcessEngine | SubmissionError] = {}
@@ -117,10 +144,14 @@ class InProcessRunner:
             if case.assignment not in engines:
                 try:
                     engines[case.assignment] = InProcessEngine(submission, case.assignment)
+                    engines[case.assignment].probe()
                 except SubmissionError as exc:
                     engines[case.assignment] = exc
             engine = engines[case.assignment]
-            runs.append(Run(fault=str(engine)) if isinstance(engine, SubmissionError) else engine.run(case))
+            if isinstance(engine, SubmissionError):
+                runs.append(Run(fault=str(engine)))
+            else:
+                runs.append(engine.run(case, yardstick.get(case.id, 0.0)))
         for engine in engines.values():
             notes += [] if isinstance(engine, SubmissionError) else engine.notes
         return Runs(runs, notes=notes)

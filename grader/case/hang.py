@@ -84,14 +84,19 @@ def _wall_expire(signum: int, frame: object) -> None:
 def _interval(
     timer: int, signum: int, seconds: float, handler: Callable[[int, object], None]
 ) -> Iterator[None]:
-    """`handler` runs on `signum` once `timer` has counted `seconds`; all as before afterwards."""
+    """`handler` runs on `signum` once `timer` has counted `seconds`; all as before afterwards,
+    an alarm set outside included (pytest-timeout's, or an outer `wall_limit`): it is set
+    again for what was left of it, or to ring at once if it fell due meanwhile."""
     previous = signal.signal(signum, handler)
-    signal.setitimer(timer, seconds)
+    outer, repeat = signal.setitimer(timer, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(timer, 0)
         signal.signal(signum, previous)
+        if outer > 0:
+            signal.setitimer(timer, max(outer - (time.monotonic() - started), 1e-6), repeat)
 
 
 @contextlib.contextmanager
@@ -107,7 +112,8 @@ def cpu_budget(seconds: float | None, wall: float | None = None) -> Iterator[Non
     its tick (4 ms here), so a CPU timer of 10 ms rings after 12 to 16 ms, and a hung
     engine pays that on every case. A wall timer rings on time; the handler then reads the
     CPU clock and, if the case has had less CPU than its budget (the machine was busy),
-    waits on for what is still due. Not to be nested in `wall_limit`: both use SIGALRM."""
+    waits on for what is still due. Inside `wall_limit` (both use SIGALRM), the outer limit
+    waits until this one is over."""
     if not seconds:
         yield
         return

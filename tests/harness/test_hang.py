@@ -105,7 +105,8 @@ def test_a_cpu_budget_counts_cpu_time_not_waiting():
     """The budget's alarm rings by the clock, but only CPU time spends it: a case that waits
     (as on a machine busy with other work) goes on past its budget in wall time, and a case
     that computes is ended, inside the code that runs, once its CPU is spent. In process,
-    where no grader stands outside, a wall-clock deadline also ends one that waits."""
+    where no grader stands outside, a wall-clock deadline also ends one that waits. An
+    alarm set outside the budget (pytest-timeout's) still rings when it is due."""
     with hang.cpu_budget(0.01):
         time.sleep(0.05)  # rings after 0.01 s, finds almost no CPU spent, waits on
     started = time.process_time()
@@ -116,6 +117,10 @@ def test_a_cpu_budget_counts_cpu_time_not_waiting():
         time.sleep(5)
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL  # all as before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    with pytest.raises(hang.WallTimeout), hang.wall_limit(0.3):  # an outer alarm rings after the budget
+        with hang.cpu_budget(0.01):
+            time.sleep(0.1)
+        time.sleep(5)
 
 
 LOCAL = """
@@ -140,16 +145,16 @@ sys.exit(pytest.main(sys.argv[1:]))
 """
 
 
-def test_locally_the_plugins_default_timeout_ends_a_hanging_test(tmp_path):
-    """pytest-timeout, with the timeout the plugin gives every graded test when the user set
-    none: the hanging test fails, and the run ends."""
-    submission = engine_with(tmp_path / "sub", "        while True:\n            pass\n")
+def local_run(tmp_path: Path, before_sort: str) -> subprocess.CompletedProcess:
+    """A student's `pytest` of one graded test (LOCAL) on the reference with `before_sort`
+    run first thing in backward(), with the plugin's default timeout shortened to 3 s."""
+    submission = engine_with(tmp_path / "sub", before_sort)
     suites = tmp_path / "suites" / "public" / "micrograd"
     suites.mkdir(parents=True)
     (suites / "test_hang_here.py").write_text(LOCAL)
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     argv = [str(suites), "-p", "grader.plugin", f"--impl={submission}", "-p", "no:cacheprovider"]
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", PYTEST_WITH_SHORT_DEFAULT, *argv, "-c", str(REPO / "pyproject.toml")],
         capture_output=True,
         text=True,
@@ -157,6 +162,24 @@ def test_locally_the_plugins_default_timeout_ends_a_hanging_test(tmp_path):
         cwd=REPO,
         env=env,
     )
+
+
+def test_locally_the_plugins_default_timeout_ends_a_hanging_test(tmp_path):
+    """pytest-timeout, with the timeout the plugin gives every graded test when the user set
+    none: the test whose graph hangs backward() (a product: the probe's sum gets through)
+    fails, and the run ends."""
+    done = local_run(tmp_path, '        while self._op == "*":\n            pass\n')
     out = done.stdout
     assert done.returncode == 1, out[-3000:] + done.stderr[-2000:]
     assert "Timeout (>3.0s) from pytest-timeout" in out and "1 failed" in out, out[-3000:]
+
+
+def test_locally_a_backward_that_never_returns_fails_each_test_at_once(tmp_path):
+    """A student's own run probes backward() as the sandbox does: one that hangs even on the
+    tiny graph gets each test's short CPU budget, and fails saying where, not after a
+    timeout per test."""
+    done = local_run(tmp_path, "        while True:\n            pass\n")
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:] + done.stderr[-2000:]
+    assert "s of CPU in Value.backward (engine.py" in out and "1 failed" in out, out[-3000:]
+    assert "pytest-timeout" not in out
