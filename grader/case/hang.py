@@ -25,6 +25,8 @@ from pathlib import Path
 HEADER = "Timeout ("
 #: a case within this many CPU seconds of its budget when the alarm rings has used it
 CPU_SLACK = 0.0005
+#: seconds after which an alarm whose exception was lost rings again
+AGAIN = 0.05
 FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)\s*$')
 #: the worker's own frame, at the bottom of the stack of the thread that runs the cases
 CASES_THREAD = "grader/case/worker.py"
@@ -81,22 +83,33 @@ def _wall_expire(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def _interval(
-    timer: int, signum: int, seconds: float, handler: Callable[[int, object], None]
-) -> Iterator[None]:
-    """`handler` runs on `signum` once `timer` has counted `seconds`; all as before afterwards,
-    an alarm set outside included (pytest-timeout's, or an outer `wall_limit`): it is set
-    again for what was left of it, or to ring at once if it fell due meanwhile."""
-    previous = signal.signal(signum, handler)
-    outer, repeat = signal.setitimer(timer, seconds)
+def _alarm(seconds: float, handler: Callable[[int, object], None]) -> Iterator[None]:
+    """`handler` runs once `seconds` of wall time have passed (SIGALRM, in the main thread).
+
+    Should the exception it raises be lost (raised while a `__del__` or a weakref callback
+    runs, which Python only prints), the alarm rings again AGAIN seconds later, and so on
+    until the block is over: a one-shot alarm would leave the code it should stop running
+    for ever. Afterwards all is as before, an alarm set outside included (pytest-timeout's,
+    or an outer limit's): it is set again for what was left of it, or to ring at once if it
+    fell due meanwhile."""
+    on = True
+
+    def ring(signum: int, frame: object) -> None:
+        if on:
+            signal.setitimer(signal.ITIMER_REAL, AGAIN)  # the handler may set it otherwise
+            handler(signum, frame)
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    outer, repeat = signal.setitimer(signal.ITIMER_REAL, seconds)
     started = time.monotonic()
     try:
         yield
     finally:
-        signal.setitimer(timer, 0)
-        signal.signal(signum, previous)
+        on = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
         if outer > 0:
-            signal.setitimer(timer, max(outer - (time.monotonic() - started), 1e-6), repeat)
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-6), repeat)
 
 
 @contextlib.contextmanager
@@ -130,7 +143,7 @@ def cpu_budget(seconds: float | None, wall: float | None = None) -> Iterator[Non
             left = min(left, wall_deadline - time.monotonic())
         signal.setitimer(signal.ITIMER_REAL, max(left, CPU_SLACK))
 
-    with _interval(signal.ITIMER_REAL, signal.SIGALRM, seconds, expire_when_spent):
+    with _alarm(seconds, expire_when_spent):
         yield
 
 
@@ -142,5 +155,5 @@ def wall_limit(seconds: float) -> Iterator[None]:
     if seconds <= 0 or not main or not hasattr(signal, "SIGALRM"):
         yield
         return
-    with _interval(signal.ITIMER_REAL, signal.SIGALRM, seconds, _wall_expire):
+    with _alarm(seconds, _wall_expire):
         yield

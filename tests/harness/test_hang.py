@@ -123,6 +123,33 @@ def test_a_cpu_budget_counts_cpu_time_not_waiting():
         time.sleep(5)
 
 
+class Finalized:
+    """Sleeps in `__del__`: an alarm that rings then raises where Python only prints it."""
+
+    def __del__(self) -> None:
+        time.sleep(0.2)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the lost one, printed
+def test_a_limit_whose_exception_is_lost_stops_the_code_all_the_same():
+    """A limit's exception raised inside a `__del__` is lost (Python prints it and goes on);
+    the alarm rings again until the code is stopped, instead of leaving it to run for ever."""
+    end = time.monotonic() + 3
+    with pytest.raises(hang.WallTimeout), hang.wall_limit(0.05):
+        Finalized()  # freed at once: the limit rings during its __del__
+        while time.monotonic() < end:
+            pass
+    assert time.monotonic() < end
+    started = time.process_time()
+    with pytest.raises(hang.CaseTimedOut), hang.cpu_budget(0.01):
+        while time.process_time() - started < 0.01:
+            pass
+        Finalized()  # the budget is spent as this runs
+        while time.monotonic() < end:
+            pass
+    assert time.monotonic() < end
+
+
 LOCAL = """
 from grader.case import case
 
