@@ -6,7 +6,10 @@ gets a short CPU budget per case, enforced inside the worker (no restart per cas
 tests here check the outcome, never a duration: every case that calls the hanging
 backward() times out with a message saying where; the others keep their verdicts; a slow
 but correct engine keeps full marks; a backward() that hangs only on some graphs gets the
-verdicts it gets without the probe. Locally, pytest-timeout ends a hanging test.
+verdicts it gets without the probe. A student's own pytest run probes the same way, and
+pytest-timeout ends a test that hangs on its own graph. The budget and the in-process
+limits behave: CPU, not waiting, spends a budget; an alarm set outside one rings again
+after it; a limit whose exception is lost rings again until the code stops.
 """
 
 from __future__ import annotations

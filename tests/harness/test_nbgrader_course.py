@@ -13,7 +13,6 @@ import shutil
 import warnings
 
 import pytest
-from traitlets.config import Config
 
 from grader.authoring.leaks import scan, secrets
 from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
@@ -210,6 +209,8 @@ def test_autograde_refuses_a_course_whose_kernels_cannot_import_the_grader(tmp_p
     """A course copied out of the kit's checkout, on a machine where the grader is not
     installed: every test cell would fail at its import and score zero without a word, so
     `nbgrader autograde` stops at once with a one-line reason (exit 2). Other commands run."""
+    from traitlets.config import Config
+
     config = tmp_path / "course" / "nbgrader_config.py"
     config.parent.mkdir()
     shutil.copy(REPO / "assignments" / "nbgrader_config.py", config)
