@@ -28,7 +28,7 @@ from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget
 from grader.case.loading import SubmissionError, locate_assignment, running
 from grader.case.quantity import Quantity
 from grader.case.run import Run, describe_exception, run_case
-from grader.case.worker import Bounded, probe
+from grader.case.worker import Bounded, probe, settle_garbage
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
 from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, SHORT_TIMEOUT, suspect_cpu
@@ -117,6 +117,8 @@ class InProcessEngine:
         budget = suspect_cpu(yardstick) if self.hung else None
         wall = max(Limits().timeout, yardstick)
         limit = cpu_budget(budget, wall=wall) if budget else contextlib.nullcontext()
+        if budget:
+            settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
             started = time.perf_counter()
             try:
