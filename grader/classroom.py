@@ -79,14 +79,14 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
         from grader.report.model import Audience
         from grader.report.terminal import print_report
         from grader.sandbox import Limits
-        from grader.verdict.oracle import Oracle, default_cache_dir
+        from grader.verdict.oracle import oracle_from
 
         names = assignments_in(suites)
         if not names:
             return failed_to_grade(f"no public suite under {suites}")
         limits = Limits(timeout=timeout, budget=budget)
         request = Request(suite="public", only=tuple(names), suites_dir=suites, limits=limits)
-        oracle = Oracle(default_cache_dir())
+        oracle = oracle_from()
         # in scope (the repository's own grader/assignments/<name>/scope.toml), points scaled
         cases = select_cases(repo, request, oracle)
         report = grade(repo, cases, oracle, engine_for(request, oracle))

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from grader.pipeline import REPO, grade_submission
 from grader.report.terminal import print_report
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import oracle_from
 
 EXAMPLES = REPO / "examples" / "demo"
 
@@ -74,7 +74,7 @@ def run_demo(console: Console | None = None) -> int:
     if not (REPO / "reference").is_dir() or not EXAMPLES.is_dir():
         console.print("error: the demo needs the kit's checkout (reference/, examples/demo/)", markup=False)
         return 2
-    oracle = Oracle(default_cache_dir())  # PyTorch runs each case once, cached on disk
+    oracle = oracle_from()  # PyTorch runs each case once, cached on disk
     names = ", ".join(p.stem for p in sorted(EXAMPLES.glob("*.patch")))
     with tempfile.TemporaryDirectory(prefix="grader-demo-") as tmp:
         examples = [

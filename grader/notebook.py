@@ -41,7 +41,7 @@ from grader.pipeline import SLOWER, SUITES_DIR, verdict
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
 from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, REPEATS, SHORT_TIMEOUT, suspect_cpu
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import Oracle, oracle_from
 
 #: the package a submission hands in, and its modules, for each assignment
 LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": ("autograd", "ops", "init")}
@@ -169,7 +169,7 @@ class Runner:
     """Runs cases on a notebook's engine the way `python -m grader grade` scores them."""
 
     def __init__(self, oracle: Oracle | None = None, limits: Limits | None = None) -> None:
-        self.oracle = oracle or Oracle(default_cache_dir())
+        self.oracle = oracle or oracle_from()
         self.limits = limits or Limits()
         self.prepared: set[tuple[str, str, Path]] = set()
         self.hangs: dict[str, int] = {}

@@ -37,7 +37,7 @@ from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import Oracle, oracle_from
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
@@ -380,7 +380,7 @@ def select_cases(directory: Path, request: Request, oracle: Oracle | None = None
     found = collect(request.suites_dir, names, suites_for(request.suite))
     kept = [case for case in found if request.keep is None or request.keep(case)]
     scopes = request.scopes if request.scopes is not None else default_scopes(request.suites_dir)
-    return select(kept, scopes, needs_from(oracle or Oracle(default_cache_dir())))
+    return select(kept, scopes, needs_from(oracle or oracle_from()))
 
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
@@ -395,7 +395,7 @@ def grade_submission(
 ) -> Report:
     """The whole pipeline for one submission, as `grader grade` runs it."""
     request = request or Request()
-    oracle = oracle or Oracle(default_cache_dir())
+    oracle = oracle or oracle_from()
     cases = select_cases(Path(submission), request, oracle)
     with ExitStack() as stack:
         try:

@@ -35,7 +35,7 @@ from grader.pipeline import SLOWER, SUITES_DIR, InProcessEngine, default_scopes,
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import default_cache_dir, oracle_from
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -218,8 +218,7 @@ class _State:
         self.defaults = {**default_scopes(SUITES_DIR), **self.scopes}
         #: each graded case in scope, with its points as the scope says
         self.scoped: dict[str, Case] = {}
-        cache = None if config.getoption("--no-oracle-cache") else default_cache_dir()
-        self.oracle = Oracle(cache)
+        self.oracle = oracle_from(no_cache=config.getoption("--no-oracle-cache"))
         #: every collected case, by (assignment, suite, suites directory): one oracle file each
         self.groups: dict[tuple[str, str, Path], dict[str, Case]] = {}
         self.group_of: dict[str, tuple[str, str, Path]] = {}

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from grader.case.define import collect
 from grader.notebook import LAYOUT, Topic, in_scope, topics
 from grader.scope import Scope
-from grader.verdict.oracle import Oracle, default_cache_dir
+from grader.verdict.oracle import oracle_from
 
 if TYPE_CHECKING:
     import nbformat
@@ -332,7 +332,7 @@ def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Sc
     if scope is None:
         return [(topic, 1.0, ()) for topic in topics(assignment, suites)]
     without = tuple(sorted(scope.excluded))
-    oracle = Oracle(default_cache_dir())
+    oracle = oracle_from()
     prepared: set[str] = set()
 
     def needs(case) -> set[str]:

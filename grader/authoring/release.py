@@ -266,11 +266,11 @@ def graded_cases(repo: Path, names: list[str], scopes: dict[str, Scope]) -> list
     (or its cache is read) only when a scope leaves an op out."""
     from grader.case.define import collect
     from grader.pipeline import needs_from
-    from grader.verdict.oracle import Oracle, default_cache_dir
+    from grader.verdict.oracle import oracle_from
 
     defaults = {name: load(repo / "grader" / "assignments" / name / SCOPE_FILE)[0] for name in names}
     cases = collect(repo / "tests", names, ("public",))
-    return select(cases, {**defaults, **scopes}, needs_from(Oracle(default_cache_dir())))
+    return select(cases, {**defaults, **scopes}, needs_from(oracle_from()))
 
 
 def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | None = None) -> None:

@@ -45,6 +45,13 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "grader" / "oracle")
 
 
+def oracle_from(cache_dir: str | Path | None = None, *, no_cache: bool = False) -> Oracle:
+    """The oracle a front end grades with, as its options say: its runs kept on disk in
+    `cache_dir` (else $GRADER_CACHE, else ~/.cache/grader/oracle), or in memory only with
+    `no_cache` (PyTorch then runs every case anew)."""
+    return Oracle(None if no_cache else (cache_dir or default_cache_dir()))
+
+
 @functools.cache
 def _version(package: str) -> str:
     try:
