@@ -1,25 +1,26 @@
 """Command line: `python -m grader <command>`.
 
-grade DIR [--suite public|hidden|all] [--results FILE] [--feedback FILE] [--pages DIR]
-          [--scope FILE] [--timeout S] [--budget S] [--memory MIB] [--in-process] [--cache-dir DIR]
+grade DIR [--results FILE] [--feedback FILE] [--pages DIR] [--in-process] [GRADING OPTIONS]
                                                          grade one submission (sandboxed)
 template [--check]                                       write or check student_template/
 notebooks [--check] [--scope FILE]                       write or check the nbgrader course's notebooks
 release OUT [--assignment NAME] [--scope FILE]           write the student bundle (exit 1 on a leak)
-gradescope OUT.zip [--assignment NAME] [--memory MIB] ...  build Gradescope's autograder zip
+gradescope OUT.zip [--run-seconds S] [GRADING OPTIONS]   build Gradescope's autograder zip
 autograde [--root DIR]                                   what the zip's run_autograder runs
-check [--assignment NAME] [--mutants N|all] [--jobs N]     verify an assignment before release
+check [--assignment NAME] [--mutants N|all] [--jobs N]   verify an assignment before release
 demo                                                     grade the bundled examples
-grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader]
+grade-class ROOT [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [--nbgrader] [GRADING OPTIONS]
                                                          grade a class into a gradebook (grader.classgrade)
 merge OUT SHARD.db...                                    combine shard gradebooks
 cache [--cache-dir DIR] [--sweep | --clear]              show the oracle's cache; sweep or clear it
+
+The grading options (--assignment, --suite, --scope, --suites, --timeout, --budget, --memory,
+--user, --hidden-visibility, --cache-dir, --no-cache) are declared once, in `grader.options`.
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import signal
 import sys
@@ -29,27 +30,19 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 
-from grader import __version__
+from grader import __version__, options
 from grader.assignments import NAMES
-from grader.pipeline import REPO, SUITES_DIR, SUITES_ENV, Request, grade_submission, select_cases, suites_for
+from grader.classgrade.cli import add_parsers as add_class_parsers
+from grader.options import Parser, UserError, keep_of, limits_of, oracle_of, scopes_of, suites_dir
+from grader.pipeline import REPO, Request, grade_submission, select_cases
 from grader.report.gradescope import gradescope, write_json, write_text
 from grader.report.markdown import markdown
-from grader.report.model import VISIBILITIES, Audience
+from grader.report.model import Audience
 from grader.report.terminal import print_report
 from grader.sandbox import Limits, SandboxError
 from grader.sandbox.engine import resolve_user
-from grader.scope import Scope, ScopeError, resolve
-from grader.verdict.oracle import CACHE_ENV, Oracle, default_cache_dir
-
-
-class UserError(Exception):
-    """A mistake in the command: said in one line, exit status 2, before any grading."""
-
-
-#: the least memory a worker may have: Python and numpy take about 100 MiB of address space
-MIN_MEMORY = 256
+from grader.verdict.oracle import CACHE_ENV, default_cache_dir
 
 
 def writable(path: str, option: str) -> None:
@@ -72,46 +65,12 @@ def writable(path: str, option: str) -> None:
         raise UserError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from None
 
 
-def check_limits(timeout: float, budget: float, memory: int) -> Limits:
-    """The sandbox's limits, or `UserError` for one no correct submission could grade under."""
-    if not timeout > 0:
-        raise UserError(f"--timeout {timeout:g}: must be more than 0 seconds")
-    if not budget > 0:
-        raise UserError(f"--budget {budget:g}: must be more than 0 seconds")
-    if memory < MIN_MEMORY:
-        raise UserError(
-            f"--memory {memory}: must be at least {MIN_MEMORY} MiB (Python and numpy need about 100)"
-        )
-    return Limits(timeout=timeout, budget=budget, memory=memory)
-
-
-def suites_dir(given: str | None, suite: str) -> Path:
-    """The graded suites: --suites, else $GRADER_SUITES, else the checkout's tests/."""
-    folder = Path(given or os.environ.get(SUITES_ENV) or SUITES_DIR)
-    wanted = suites_for(suite)
-    if not any((folder / name).is_dir() for name in wanted):
-        source = "--suites" if given else f"${SUITES_ENV}" if os.environ.get(SUITES_ENV) else "the default"
-        raise UserError(
-            f"no graded suites in {folder} ({source}; expected {'/ or '.join(wanted)}/ in it): "
-            f"point --suites or ${SUITES_ENV} at the kit's tests/ folder (an installed grader has none)"
-        )
-    return folder
-
-
-def scopes_of(files: list[str] | None, suites: Path) -> dict[str, Scope]:
-    """The `--scope` files, and the default scope of every assignment they do not cover."""
-    try:
-        return resolve(files or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
-    except ScopeError as exc:
-        raise UserError(str(exc)) from None
-
-
 def cmd_grade(args: argparse.Namespace) -> int:
     """Exit 0 whenever grading completed, whatever the score; 2 when it could not run."""
     submission = Path(args.submission)
     if not submission.exists():
         raise UserError(f"{args.submission}: no such file or directory")
-    limits = check_limits(args.timeout, args.budget, args.memory)
+    limits = limits_of(args)
     for option, path in (("--results", args.results), ("--feedback", args.feedback)):
         if path:
             writable(path, option)
@@ -121,16 +80,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
             raise UserError(f"--pages {args.pages}: not a directory")
         existing = next(p for p in (pages, *pages.parents) if p.exists())
         writable(str(existing / "index.html"), "--pages")
-    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    oracle = oracle_of(args)
     suites = suites_dir(args.suites, args.suite)
-    patterns = list(args.only_cases or ())
     request = Request(
         suite=args.suite,
         only=tuple(args.assignment) if args.assignment else None,
         suites_dir=suites,
         sandbox=not args.in_process,
         limits=limits,
-        keep=(lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)) if patterns else None,
+        keep=keep_of(args),
         visibility=args.hidden_visibility,
         user=args.user,
         scopes=scopes_of(args.scope, suites),
@@ -184,7 +142,7 @@ def cmd_template(args: argparse.Namespace) -> int:
 def cmd_notebooks(args: argparse.Namespace) -> int:
     from grader.authoring.notebooks import check, generate
 
-    reference, suites, course = Path(args.reference), Path(args.suites), Path(args.course)
+    reference, suites, course = Path(args.reference), suites_dir(args.suites, "all"), Path(args.course)
     scopes = scopes_of(args.scope, suites)
     if args.check:
         problems = check(reference, suites, course, scopes=scopes)
@@ -220,22 +178,23 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_gradescope(args: argparse.Namespace) -> int:
     from grader.authoring.gradescope_zip import BuildError, Settings, build
 
+    limits = limits_of(args)
     settings = Settings(
         assignments=list(args.assignment or NAMES),
         suite=args.suite,
         visibility=args.hidden_visibility,
         user=args.user,
-        timeout=args.timeout,
-        budget=args.budget,
-        memory=args.memory,
+        timeout=limits.timeout,
+        budget=limits.budget,
+        memory=limits.memory,
     )
     settings.run_seconds = args.run_seconds
+    suites = suites_dir(args.suites, args.suite)
     for path in args.scope or []:  # checked against the suites by `build`
-        scopes_of([path], Path(args.suites))  # a bad file: one line, exit 2
+        scopes_of([path], suites)  # a bad file: one line, exit 2
         settings.scopes.append(Path(path).read_text())
-    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     try:
-        out = build(Path(args.out), settings, Path(args.suites), oracle=oracle)
+        out = build(Path(args.out), settings, suites, oracle=oracle_of(args))
     except BuildError as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2
@@ -276,7 +235,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     absent = [name for name in names if not (reference / name).is_dir()]
     if absent:
         raise UserError(f"{reference} has no {', '.join(absent)}/: point --reference at the solutions")
-    options = Options(
+    checks = Options(
         repo=REPO,
         reference=reference,
         template=Path(args.template),
@@ -286,12 +245,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         mutants=args.mutants,
         jobs=args.jobs,
         seed=args.seed,
-        oracle=Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir())),
+        oracle=oracle_of(args),
     )
     errors = Console(stderr=True)
     console = Console(width=max(Console().width, 150))  # the details are long; a pipe gets 80 columns
     with errors.status("checking") as status:
-        rows = run(options, say=lambda text: status.update(text))
+        rows = run(checks, say=lambda text: status.update(text))
     console.print(table(rows))
     failed = [row.name for row in rows if not row.ok]
     console.print(
@@ -361,27 +320,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
-SCOPE_HELP = (
-    "a scope file (TOML): the ops and topics graded and their points; assignments it does not "
-    "cover keep grader/assignments/<name>/scope.toml (repeatable)"
-)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a user's mistake said in one line (exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="grader", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("grade", help="grade one submission directory")
-    p.add_argument("submission", help="directory holding micrograd/ and/or needle/")
-    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
+    p = sub.add_parser(
+        "grade", help="grade one submission directory", parents=[options.grading(), options.only_cases()]
+    )
+    p.add_argument("submission", help="directory holding micrograd/ and/or needle/, or a zip of it")
     p.add_argument("--results", metavar="FILE", help="write Gradescope's results.json here")
     p.add_argument("--feedback", metavar="FILE", help="write Markdown feedback for the student here")
     p.add_argument(
@@ -389,41 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write HTML feedback here: students/<name>.html for the student, index.html for you",
     )
-    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
-    p.add_argument(
-        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
-    )
-    defaults = Limits()
-    p.add_argument(
-        "--timeout", type=float, default=defaults.timeout, help="seconds per case (default %(default)s)"
-    )
-    p.add_argument(
-        "--budget", type=float, default=defaults.budget, help="seconds in all (default %(default)s)"
-    )
-    p.add_argument(
-        "--memory",
-        type=int,
-        default=defaults.memory,
-        help="MiB per worker (default %(default)s, at least 256)",
-    )
     p.add_argument("--in-process", action="store_true", help="no sandbox: only for trusted code")
-    p.add_argument("--user", help="run the submission as this unprivileged user (the grader runs as root)")
-    p.add_argument(
-        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
-    )
-    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument(
-        "--suites",
-        metavar="DIR",
-        help=f"the graded suites (default ${SUITES_ENV}, else the kit's tests/)",
-    )
-    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
-    p.add_argument(
-        "--hidden-visibility",
-        default="after_published",
-        choices=VISIBILITIES,
-        help="what a student sees of hidden cases (Gradescope's visibility; default %(default)s)",
-    )
     p.add_argument(
         "--audience",
         choices=[a.value for a in Audience],
@@ -432,56 +345,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_grade)
 
-    p = sub.add_parser("template", help="generate student_template/ from reference/")
-    p.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
-    p.add_argument("--reference", default=str(REPO / "reference"))
-    p.add_argument("--template", default=str(REPO / "student_template"))
+    p = sub.add_parser(
+        "template",
+        help="generate student_template/ from reference/",
+        parents=[options.kit_paths("--reference", "--template"), options.drift()],
+    )
     p.set_defaults(func=cmd_template)
 
-    p = sub.add_parser("notebooks", help="generate the nbgrader course's source notebooks")
-    p.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
-    p.add_argument("--reference", default=str(REPO / "reference"))
-    p.add_argument("--suites", default=str(SUITES_DIR), help=argparse.SUPPRESS)
-    p.add_argument("--course", default=str(REPO / "assignments"))
-    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
+    p = sub.add_parser(
+        "notebooks",
+        help="generate the nbgrader course's source notebooks",
+        parents=[
+            options.kit_paths("--reference", "--course"),
+            options.suites(),
+            options.scope(),
+            options.drift(),
+        ],
+    )
     p.set_defaults(func=cmd_notebooks)
 
-    p = sub.add_parser("release", help="write the student bundle, checked for leaks")
-    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
-    p.add_argument("--assignment", action="append", choices=NAMES, help="release only this (repeatable)")
-    p.add_argument(
-        "--scope",
-        metavar="FILE",
-        action="append",
-        help="grade the assignments it covers as it says (repeatable)",
+    p = sub.add_parser(
+        "release",
+        help="write the student bundle, checked for leaks",
+        parents=[options.assignment(), options.scope()],
     )
+    p.add_argument("out", metavar="OUT", help="a new (or empty) directory")
     p.set_defaults(func=cmd_release)
-    from grader.authoring.gradescope_zip import USER, Settings
+
+    from grader.authoring.gradescope_zip import Settings
 
     zipped = Settings()
-    p = sub.add_parser("gradescope", help="build the autograder zip to upload to Gradescope")
+    p = sub.add_parser(
+        "gradescope",
+        help="build the autograder zip to upload to Gradescope",
+        parents=[options.grading(Limits(zipped.timeout, zipped.budget, zipped.memory), user=zipped.user)],
+    )
     p.add_argument("out", metavar="OUT.zip")
-    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this (repeatable)")
-    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
-    p.add_argument("--timeout", type=float, default=zipped.timeout, help="seconds per case (%(default)s)")
-    p.add_argument("--budget", type=float, default=zipped.budget, help="seconds for all cases (%(default)s)")
     p.add_argument(
         "--run-seconds",
         type=float,
         default=zipped.run_seconds,
-        help="after this, results.json is written whatever happened (%(default)s)",
+        help="after this, results.json is written whatever happened (default %(default)s)",
     )
-    p.add_argument(
-        "--memory", type=int, default=zipped.memory, help="MiB per worker (%(default)s: fits in 768 MB)"
-    )
-    p.add_argument("--user", default=USER, help="the unprivileged user submissions run as (%(default)s)")
-    p.add_argument(
-        "--hidden-visibility", default="after_published", choices=VISIBILITIES, help="(%(default)s)"
-    )
-    p.add_argument("--cache-dir", metavar="DIR", help="oracle cache used while building")
-    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--suites", metavar="DIR", default=str(SUITES_DIR), help=argparse.SUPPRESS)
-    p.add_argument("--scope", metavar="FILE", action="append", help=SCOPE_HELP)
     p.set_defaults(func=cmd_gradescope)
 
     p = sub.add_parser("autograde", help="grade /autograder/submission as Gradescope's run_autograder")
@@ -489,8 +394,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", help=argparse.SUPPRESS)  # the supervisor's child writes its report here
     p.set_defaults(func=cmd_autograde)
 
-    p = sub.add_parser("check", help="verify an assignment before release; exit 1 if a check fails")
-    p.add_argument("--assignment", action="append", choices=NAMES, help="check only this (repeatable)")
+    p = sub.add_parser(
+        "check",
+        help="verify an assignment before release; exit 1 if a check fails",
+        parents=[
+            options.assignment(),
+            options.suites(),
+            options.oracle(),
+            options.kit_paths("--reference", "--template", "--course"),
+        ],
+    )
     p.add_argument(
         "--mutants",
         type=mutant_count,
@@ -500,19 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--jobs", type=int, default=2, help="mutants graded at once (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="the mutants' order (default %(default)s)")
-    p.add_argument(
-        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
-    )
-    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--reference", default=str(REPO / "reference"), help=argparse.SUPPRESS)
-    p.add_argument("--template", default=str(REPO / "student_template"), help=argparse.SUPPRESS)
-    p.add_argument("--course", default=str(REPO / "assignments"), help=argparse.SUPPRESS)
-    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("cache", help="show the oracle's cache (folder, versions, size); sweep or clear it")
-    p.add_argument(
-        "--cache-dir", metavar="DIR", help="oracle cache (default $GRADER_CACHE or ~/.cache/grader/oracle)"
+    p = sub.add_parser(
+        "cache",
+        help="show the oracle's cache (folder, versions, size); sweep or clear it",
+        parents=[options.cache_dir()],
     )
     action = p.add_mutually_exclusive_group()
     action.add_argument("--sweep", action="store_true", help="delete the versions a write would delete")
@@ -522,9 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="grade the bundled examples and show a diagnostic")
     p.set_defaults(func=cmd_demo)
 
-    from grader.classgrade.cli import add_parsers
-
-    add_parsers(sub)
+    add_class_parsers(sub)
     return parser
 
 

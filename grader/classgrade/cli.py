@@ -1,15 +1,15 @@
 """`python -m grader grade-class ROOT` and `python -m grader merge OUT SHARD.db...`.
 
-grade-class ROOT [--out DIR] [--jobs N] [--force] [--shard I/N] [--dask ADDRESS]
-            [--suite ...] [--assignment ...] [--timeout S] [--budget S] [--memory MIB]
+grade-class ROOT [--out DIR] [--jobs N] [--force] [--shard I/N] [--dask ADDRESS] [GRADING OPTIONS]
 grade-class --nbgrader COURSE_ROOT ASSIGNMENT      the fast path into nbgrader's gradebook
 merge OUT SHARD.db...                              combine shard gradebooks
+
+The grading options are `grader grade`'s, declared once in `grader.options`.
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import sqlite3
 import time
 from collections.abc import Callable
@@ -17,18 +17,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from grader import options
 from grader.assignments import NAMES
 from grader.case.define import Case
 from grader.classgrade.layout import Submission
-from grader.cli import UserError, check_limits, scopes_of, suites_dir
+from grader.options import UserError, keep_of, limits_of, oracle_of, scopes_of, suites_dir
 from grader.pipeline import Request, choose_assignments, select_cases
-from grader.report.model import VISIBILITIES
-from grader.sandbox import Limits
-from grader.verdict.oracle import Oracle, default_cache_dir
-
-
-class UsageError(UserError):
-    """The user's mistake: one line on stderr, exit status 2 (said by `grader.cli.main`)."""
+from grader.verdict.oracle import Oracle
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -37,9 +32,9 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     try:
         index, count = (int(part) for part in text.split("/"))
     except ValueError:
-        raise UsageError(f"--shard {text}: expected I/N, e.g. 0/4") from None
+        raise UserError(f"--shard {text}: expected I/N, e.g. 0/4") from None
     if count < 1 or not 0 <= index < count:
-        raise UsageError(f"--shard {text}: I must be in 0..N-1")
+        raise UserError(f"--shard {text}: I must be in 0..N-1")
     return index, count
 
 
@@ -70,18 +65,16 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     only = tuple(args.assignment) if args.assignment else None
     if args.nbgrader:
         if args.nbgrader_assignment not in NAMES:
-            raise UsageError(f"--nbgrader needs an assignment, one of {', '.join(NAMES)}")
+            raise UserError(f"--nbgrader needs an assignment, one of {', '.join(NAMES)}")
         only = (args.nbgrader_assignment,)
         if not (root / "submitted").is_dir():
-            raise UsageError(f"{root} is not an nbgrader course root (no submitted/ folder)")
+            raise UserError(f"{root} is not an nbgrader course root (no submitted/ folder)")
     elif args.nbgrader_assignment:
-        raise UsageError("an ASSIGNMENT after ROOT is only for --nbgrader")
+        raise UserError("an ASSIGNMENT after ROOT is only for --nbgrader")
     out = Path(args.out) if args.out else (root / "classgrade" if args.nbgrader else Path("class-grades"))
-    limits = check_limits(args.timeout, args.budget, args.memory)
-    keep = None
-    if args.only_cases:
-        patterns = list(args.only_cases)
-        keep = lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in patterns)
+    limits = limits_of(args)
+    if args.jobs < 0:
+        raise UserError(f"--jobs {args.jobs}: a number of processes (0: one per core)")
     suites = suites_dir(args.suites, args.suite)
     scopes = scopes_of(args.scope, suites)  # a bad file: one line, exit 2
     request = Request(
@@ -89,14 +82,14 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         only=only,
         suites_dir=suites,
         limits=limits,
-        keep=keep,
+        keep=keep_of(args),
         visibility=args.hidden_visibility,
         scopes=scopes,
     )
     try:
         submissions = discover(root, out / "work", only)
     except LayoutError as exc:
-        raise UsageError(str(exc)) from None
+        raise UserError(str(exc)) from None
     if args.nbgrader:
         assignment = args.nbgrader_assignment
         submissions = [s for s in submissions if (root / "submitted" / s.student / assignment).is_dir()]
@@ -107,7 +100,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         backend = DaskBackend(args.dask, warm=not args.cold)
     else:
         backend = LocalBackend(jobs, limits.budget + GRACE, warm=not args.cold)
-    oracle = Oracle(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    oracle = oracle_of(args)
     name = "gradebook"
     if args.nbgrader:
         name += f"-{args.nbgrader_assignment}"  # one class gradebook per assignment of the course
@@ -156,14 +149,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
     try:
         students, rows = merge(args.out, args.shards)
     except (FileNotFoundError, sqlite3.DatabaseError) as exc:
-        raise UsageError(str(exc)) from None
+        raise UserError(str(exc)) from None
     print(f"{args.out}: {students} students, {rows} case results")
     return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    defaults = Limits()
-    p = sub.add_parser("grade-class", help="grade a whole class in parallel into a gradebook")
+    p = sub.add_parser(
+        "grade-class",
+        help="grade a whole class in parallel into a gradebook",
+        parents=[options.grading(), options.only_cases()],
+    )
     p.add_argument("root", help="one folder per student, nbgrader's submitted/ layout, or an LMS zip")
     p.add_argument("nbgrader_assignment", nargs="?", metavar="ASSIGNMENT", help="with --nbgrader")
     p.add_argument(
@@ -182,22 +178,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dask", metavar="ADDRESS", help="run submissions on this Dask scheduler (tcp://host:8786)"
     )
-    p.add_argument("--suite", choices=("public", "hidden", "all"), default="all")
-    p.add_argument("--assignment", action="append", choices=NAMES, help="grade only this")
-    p.add_argument(
-        "--only-cases", action="append", metavar="GLOB", help="grade only cases whose id matches (repeatable)"
-    )
-    p.add_argument("--timeout", type=float, default=defaults.timeout, help="seconds per case")
-    p.add_argument("--budget", type=float, default=defaults.budget, help="seconds per submission")
-    p.add_argument("--memory", type=int, default=defaults.memory, help="MiB per worker")
-    p.add_argument("--cache-dir", metavar="DIR", help="oracle cache")
-    p.add_argument("--no-cache", action="store_true", help="run the oracle without its disk cache")
-    p.add_argument("--suites", metavar="DIR", help=argparse.SUPPRESS)
-    p.add_argument(
-        "--user", help="run the sandbox's workers as this unprivileged user (the grader must be root)"
-    )
-    p.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES)
-    p.add_argument("--scope", metavar="FILE", action="append", help="a scope file (TOML; see README, Scope)")
     p.set_defaults(func=cmd_grade_class)
 
     p = sub.add_parser("merge", help="combine shard gradebooks into one")

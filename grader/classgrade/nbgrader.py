@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grader.options import UserError
 from grader.report.model import Report
 
 
 def write_course_grades(course: Path, assignment: str, reports: dict[str, Report]) -> int:
     """Every student of the class gradebook (`reports`, read from it) who submitted
-    `assignment`; returns how many."""
-    from grader.authoring.nbgrader_io import cell_scores, write_class_grades
-    from grader.classgrade.cli import UsageError
+    `assignment`; returns how many. A course whose gradebook does not know the assignment's
+    grade cells (nbgrader's `MissingEntry`, or no gradebook tables at all) is the user's
+    mistake, said in one line."""
+    from grader.authoring.nbgrader_io import cell_scores, import_nbgrader, write_class_grades
+
+    import_nbgrader()  # quickly, as `write_class_grades` does; then its exceptions are at hand
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import OperationalError
 
     scores = {
         student: cell_scores(report.results, assignment)
@@ -27,11 +33,10 @@ def write_course_grades(course: Path, assignment: str, reports: dict[str, Report
     }
     try:
         write_class_grades(course, assignment, scores)
-    except Exception as exc:  # nbgrader's MissingEntry and friends: the course is not set up
-        if type(exc).__name__ in ("MissingEntry", "OperationalError"):
-            raise UsageError(
-                f"{course / 'gradebook.db'} does not know {assignment}'s grade cells: run "
-                f"`nbgrader generate_assignment {assignment}` in {course} first ({exc})"
-            ) from None
-        raise
+    except (MissingEntry, OperationalError) as exc:
+        reason = " ".join(str(exc).split())[:300]  # SQLAlchemy's message spans lines
+        raise UserError(
+            f"{course / 'gradebook.db'} does not know {assignment}'s grade cells: run "
+            f"`nbgrader generate_assignment {assignment}` in {course} first ({reason})"
+        ) from None
     return len(scores)

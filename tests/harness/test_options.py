@@ -6,10 +6,12 @@ Submissions are built in tmp_path from reference/ copies.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -432,3 +434,133 @@ def test_pytest_with_no_arguments_from_a_submission_inside_the_kit_runs_the_suit
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"grader: grading {mine} (micrograd: micrograd/)" in done.stdout
     assert f"points for {mine}" in done.stdout and "4 passed" in done.stdout
+
+
+# ---- options declared once, one oracle from them, one error for a user's mistake ----
+
+#: the modules that build `python -m grader`'s parser
+PARSER_MODULES = ("grader/cli.py", "grader/classgrade/cli.py", "grader/options.py")
+#: options two commands each declare because they mean different things there
+HOMONYMS = {"--jobs": "check: mutants graded at once; grade-class: submissions at once (0: every core)"}
+
+
+def declared_options() -> Counter:
+    found: Counter = Counter()
+    for name in PARSER_MODULES:
+        for node in ast.walk(ast.parse((REPO / name).read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and str(first.value).startswith("--"):
+                    found[first.value] += 1
+    return found
+
+
+def test_every_option_is_declared_once():
+    declared = declared_options()
+    assert {"--cache-dir", "--assignment", "--timeout", "--suites", "--only-cases"} <= set(declared)
+    twice = {option: count for option, count in declared.items() if count > 1 and option not in HOMONYMS}
+    assert not twice, f"declared more than once (use a group of grader.options): {twice}"
+
+
+COMMANDS = {
+    "grade": ["grade", "{tmp}"],
+    "grade-class": ["grade-class", "{tmp}"],
+    "gradescope": ["gradescope", "{tmp}/autograder.zip"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--timeout", "0"], "--timeout 0: must be more than 0 seconds"),
+        (["--budget", "-1"], "--budget -1: must be more than 0 seconds"),
+        (["--memory", "100"], "--memory 100: must be at least 256 MiB"),
+        (["--suites", "{tmp}"], "no graded suites in {tmp}"),
+        (["--memory", "lots"], "argument --memory: invalid int value: 'lots'"),
+        (["--hidden-visibility", "never"], "argument --hidden-visibility: invalid choice: 'never'"),
+    ],
+)
+def test_every_grading_command_checks_its_options_alike(tmp_path, capsys, monkeypatch, command, args, words):
+    """The same mistake, the same one line and exit 2, before anything is graded or built."""
+    from grader import cli
+    from grader.authoring import gradescope_zip
+    from grader.classgrade import layout
+
+    monkeypatch.setattr(cli, "grade_submission", lambda *a, **k: pytest.fail("graded"))
+    monkeypatch.setattr(layout, "discover", lambda *a, **k: pytest.fail("graded"))
+    monkeypatch.setattr(gradescope_zip, "build", lambda *a, **k: pytest.fail("built"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in [*COMMANDS[command], *args]]
+    try:
+        status = cli.main(argv)
+    except SystemExit as exc:  # argparse's own checks
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert words.replace("{tmp}", str(tmp_path)) in err, err
+
+
+@pytest.mark.parametrize("command", ["grade", "grade-class", "gradescope", "check"])
+def test_the_oracle_is_built_from_the_options_alike(tmp_path, monkeypatch, command):
+    """--cache-dir, else $GRADER_CACHE; --no-cache: none (PyTorch runs every case)."""
+    from grader import cli, options
+
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "environment"))
+    before = {"gradescope": ["gradescope", "out.zip"], "check": ["check"]}.get(command, [command, "sub"])
+    parse = cli.build_parser().parse_args
+    assert options.oracle_of(parse(before)).cache_dir == tmp_path / "environment"
+    given = parse([*before, "--cache-dir", str(tmp_path / "given")])
+    assert options.oracle_of(given).cache_dir == tmp_path / "given"
+    assert options.oracle_of(parse([*before, "--no-cache"])).cache_dir is None
+
+
+def test_no_front_end_builds_the_oracle_from_a_cache_folder_itself():
+    """`oracle_from` is the one place that turns the cache options into an oracle: no other
+    module calls `Oracle(...)` with a cache folder (an oracle without one, `Oracle(None)`,
+    is a frozen or in-memory oracle)."""
+    builders = []
+    for path in sorted((REPO / "grader").rglob("*.py")):
+        if path == REPO / "grader" / "verdict" / "oracle.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Oracle":
+                if node.args and not (isinstance(node.args[0], ast.Constant) and node.args[0].value is None):
+                    builders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not builders, f"use grader.verdict.oracle.oracle_from: {builders}"
+
+
+@pytest.mark.parametrize("error", ["MissingEntry", "OperationalError", "another"])
+def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypatch, error):
+    """nbgrader's own exceptions, caught by their classes: one line for the CLI (exit 2);
+    any other failure stays the grader's own."""
+    from grader.authoring import nbgrader_io
+    from grader.classgrade.nbgrader import write_course_grades
+    from grader.options import UserError
+
+    nbgrader_io.import_nbgrader()
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import OperationalError
+
+    raised = {
+        "MissingEntry": MissingEntry("No such assignment: micrograd"),
+        "OperationalError": OperationalError("SELECT ...\nFROM grade_cell", {}, Exception("no such table")),
+        "another": RuntimeError("disk on fire"),
+    }[error]
+
+    def fail(*args: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(nbgrader_io, "write_class_grades", fail)
+    submitted = tmp_path / "submitted" / "s1" / "micrograd"
+    submitted.mkdir(parents=True)
+    (submitted / "micrograd.ipynb").write_text("{}")
+    if error == "another":
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            write_course_grades(tmp_path, "micrograd", {"s1": Report("s1")})
+        return
+    with pytest.raises(UserError) as caught:
+        write_course_grades(tmp_path, "micrograd", {"s1": Report("s1")})
+    message = str(caught.value)
+    assert "\n" not in message and "does not know micrograd's grade cells" in message, message
+    assert "nbgrader generate_assignment micrograd" in message
