@@ -11,7 +11,8 @@ Two processes, both root and both trusted:
 - the grader (`--report FILE`) grades `submission/` through the sandbox with the shipped
   suites and the frozen oracle (no torch import), its workers running as the unprivileged
   user of `autograder.json`, and hands the supervisor the report as plain JSON in a
-  root-only directory.
+  root-only directory. The submission goes through the intake every front end uses
+  (`grader.intake`): the zip a student uploads, alone in `submission/`, is unpacked and graded.
 
 The submission's code therefore can read neither the source nor the results directory, and
 anything it writes (a results.json of its own included) is never read: the supervisor's file
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from grader.authoring.gradescope_zip import Settings, suites_digest
 from grader.case.define import Case, collect
-from grader.pipeline import SandboxRunner, grade, needs_from, suites_for
+from grader.pipeline import SandboxRunner, grade_handed_in, needs_from, suites_for
 from grader.report.gradescope import gradescope, write_json
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import print_report
@@ -108,7 +109,7 @@ def run_grader(layout: Layout, report_file: Path) -> int:
     cases = graded_cases(layout, settings, oracle)
     limits = Limits(timeout=settings.timeout, budget=settings.budget, memory=settings.memory)
     engine = SandboxRunner(limits, secrets=[layout.source, layout.results], user=settings.user or None)
-    report = grade(layout.submission, cases, oracle, engine, settings.visibility)
+    report = grade_handed_in(layout.submission, cases, oracle, engine, settings.visibility)
     print_report(report)  # Gradescope shows the autograder's stdout to instructors only
     report_file.write_text(json.dumps(report.to_plain()))
     return 0

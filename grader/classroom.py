@@ -6,9 +6,10 @@ every public suite the repository holds (every assignment, present or not: delet
 package must not shrink the total), the cases its scope files admit
 (`grader/assignments/<name>/scope.toml`, which `grader release --scope` writes), in the
 sandbox (per-case timeouts, a total budget, a crash or an infinite loop scored zero with its
-reason), prints the student's report, and appends `result=<base64 of compact JSON>` to
-`$GITHUB_OUTPUT` in the grader-output format (`grader.report.classroom`); the reporter step
-reads it from `AUTOGRAD-TESTS_RESULTS`.
+reason), through the intake every front end uses (`grader.intake`: packages found however
+deep, or in the zips at the top when there are none), prints the student's report, and
+appends `result=<base64 of compact JSON>` to `$GITHUB_OUTPUT` in the grader-output format
+(`grader.report.classroom`); the reporter step reads it from `AUTOGRAD-TESTS_RESULTS`.
 
 It always writes a result, with every case in it, also when grading itself fails or is
 stopped (SIGTERM): then each case is an error with the reason and the grade is zero. Its
@@ -75,7 +76,7 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
 
     cases: list[Case] = []
     try:
-        from grader.pipeline import Request, engine_for, grade, select_cases
+        from grader.pipeline import Request, engine_for, grade_handed_in, select_cases
         from grader.report.model import Audience
         from grader.report.terminal import print_report
         from grader.sandbox import Limits
@@ -89,7 +90,7 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
         oracle = oracle_from()
         # in scope (the repository's own grader/assignments/<name>/scope.toml), points scaled
         cases = select_cases(repo, request, oracle)
-        report = grade(repo, cases, oracle, engine_for(request, oracle))
+        report = grade_handed_in(repo, cases, oracle, engine_for(request, oracle))
         print_report(report, audience=Audience.STUDENT, failures=5)
         return classroom(report, *locations(cases, repo))
     except Stopped:

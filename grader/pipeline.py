@@ -397,12 +397,25 @@ def grade_submission(
     request = request or Request()
     oracle = oracle or oracle_from()
     cases = select_cases(Path(submission), request, oracle)
+    return grade_handed_in(submission, cases, oracle, engine_for(request, oracle), request.visibility)
+
+
+def grade_handed_in(
+    submission: str | Path,
+    cases: list[Case],
+    oracle: Oracle,
+    engine: Engine,
+    visibility: str = DEFAULT_HIDDEN_VISIBILITY,
+) -> Report:
+    """`grade`, for a submission as a student hands it in: a zip, or a folder holding only
+    zips, is unpacked first (`grader.intake`, the one intake of every front end); one that
+    cannot be read scores zero with the reason. The report names the submission as given."""
     with ExitStack() as stack:
         try:
             directory = intake.prepare(Path(submission), stack)
         except intake.IntakeError as exc:
-            return refused(submission, cases, str(exc), request.visibility)
-        report = grade(directory, cases, oracle, engine_for(request, oracle), request.visibility)
+            return refused(submission, cases, str(exc), visibility)
+        report = grade(directory, cases, oracle, engine, visibility)
     report.submission = str(submission)
     return report
 

@@ -34,13 +34,15 @@ def submission_files(root: Path) -> list[Path]:
 
 
 def files_hash(root: str | Path) -> str:
-    """sha256 over each file's relative path and bytes."""
+    """sha256 over each file's relative path and bytes (a zip handed in: over its bytes)."""
     root = Path(root)
     digest = hashlib.sha256()
     if root.is_dir():
         for path in submission_files(root):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
+    elif root.is_file():
+        digest.update(hashlib.sha256(root.read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -1,12 +1,13 @@
 """Which submissions a class root holds, one per student.
 
 Accepted layouts (`discover`):
-- one directory per student, `ROOT/<student>/`, graded as `grader grade` grades it (the
-  packages found where they are, a student's own zip unpacked: `grader.intake`);
+- one directory or zip per student, `ROOT/<student>/` or `ROOT/<student>.zip`, graded as
+  `grader grade` grades it (the packages found where they are, a student's zip unpacked:
+  `grader.intake`);
 - nbgrader's `ROOT/submitted/<student>/<assignment>/`, holding the package's files (found
   there by `grader.case.loading`, as `grader grade` finds them: the folder itself, or a
-  package in it however deep) or the assignment's notebook (its code extracted, as the fast
-  path does);
+  package in it however deep, or in a zip there, unpacked by `grader.intake`) or the
+  assignment's notebook (its code extracted, as the fast path does);
 - a zip as a learning management system exports it: one folder or one zip per student,
   unpacked by `grader.intake` (no path escapes, no links, limits on size and count).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import zipfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +72,8 @@ def from_nbgrader(root: Path, work: Path, only: tuple[str, ...] | None = None) -
                     extract(notebook, staged, assignment, source=source if source.is_file() else None)
                 except NotebookError as exc:
                     _unreadable(staged / assignment, str(exc))
+            elif _stage_unpacked(folder, staged, assignment):
+                continue
             elif any(folder.glob("*.py")):  # no package: graded as it is, so the error says what it holds
                 shutil.copytree(folder, staged / assignment, symlinks=True)
         stamp = max((s for s in stamps if s), default=None)
@@ -107,6 +111,19 @@ def _stage_package(folder: Path, staged: Path, assignment: str) -> bool:
     return True
 
 
+def _stage_unpacked(folder: Path, staged: Path, assignment: str) -> bool:
+    """Stage the package in the zips `folder` holds (handed in instead of the notebook),
+    unpacked by the intake of every front end; False when there is none. A zip the intake
+    refuses stages a package whose import says why."""
+    with ExitStack() as stack:
+        try:
+            unpacked = intake.prepare(folder, stack)
+        except intake.IntakeError as exc:
+            _unreadable(staged / assignment, str(exc))
+            return True
+        return unpacked != folder and _stage_package(unpacked, staged, assignment)
+
+
 def _unpack_students(archive: Path, work: Path) -> Path:
     """An LMS zip unpacked to `work/unpacked/`: each student a folder (or a zip, unpacked
     when graded)."""
@@ -139,7 +156,13 @@ def discover(root: str | Path, work: Path, only: tuple[str, ...] | None = None) 
         root = _unpack_students(root, Path(work))
     if (root / "submitted").is_dir():
         return from_nbgrader(root, Path(work) / "staged", only)
-    students = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
-    if not students:
+    entries = [p for p in root.iterdir() if not p.name.startswith((".", "__"))]
+    folders = {p.name: p for p in entries if p.is_dir()}
+    zips = {p.stem: p for p in entries if p.suffix == ".zip" and p.is_file()}  # unpacked when graded
+    both = sorted(folders.keys() & zips.keys())
+    if both:
+        raise LayoutError(f"{root} holds both {both[0]}/ and {both[0]}.zip: keep the one to grade")
+    if not folders and not zips:
         raise LayoutError(f"{root} holds no student folders (expected ROOT/<student>/micrograd/ ...)")
-    return [Submission(p.name, p, _stamp(p)) for p in students]
+    students = sorted({**folders, **zips}.items())
+    return [Submission(name, p, _stamp(p) if p.is_dir() else None) for name, p in students]

@@ -8,14 +8,20 @@ are graded in the sandbox too.
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+import tempfile
 import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from grader.case.define import Case
+from grader.case.define import Case, collect
 from grader.case.loading import SubmissionError, locate
+from grader.classgrade.gradebook import Gradebook
 from grader.report.model import Report, Status
 from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
@@ -297,3 +303,179 @@ def test_a_missing_assignment_counts_as_missing_unless_left_out(tmp_path, oracle
     assert any(e.startswith("micrograd is missing: 0 of its") for e in report.errors), report.errors
     narrowed = grade(tmp_path, "public", ["needle"], oracle=oracle, sandbox=False, keep=few)
     assert full(narrowed) and not narrowed.errors
+
+
+# ---- every front end takes every layout, through the one intake ----
+
+SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
+#: the small suite's public micrograd cases: what every front end grades here
+SMALL_POINTS = sum(case.points for case in collect(SMALL, ["micrograd"], ("public",)))
+
+
+def handed_in_folder(dest: Path) -> Path:
+    copy("micrograd", dest / "micrograd")
+    return dest
+
+
+def handed_in_nested(dest: Path) -> Path:
+    copy("micrograd", dest / "hw" / "micrograd", init=False)
+    return dest
+
+
+def _zip_of_nested(archive: Path, escape: bool = False) -> Path:
+    with tempfile.TemporaryDirectory() as src:
+        handed_in_nested(Path(src))
+        extra = {"__MACOSX/hw/micrograd/._engine.py": b"\0"}
+        if escape:
+            extra["../../escaped.py"] = b"x = 1\n"
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        return zipped(Path(src), archive, extra)
+
+
+def handed_in_only_a_zip(dest: Path) -> Path:
+    """A folder holding only the student's zip: what Gradescope's upload leaves."""
+    _zip_of_nested(dest / "submission.zip")
+    return dest
+
+
+def handed_in_a_zip(dest: Path) -> Path:
+    """The zip itself, where a front end takes a file (`grade`, a class's folder)."""
+    return _zip_of_nested(dest.with_name(dest.name + ".zip"))
+
+
+def handed_in_a_hostile_zip(dest: Path) -> Path:
+    _zip_of_nested(dest / "submission.zip", escape=True)
+    return dest
+
+
+#: layout -> how it is built at a destination (returns what is handed in)
+LAYOUTS: dict[str, Callable[[Path], Path]] = {
+    "folder": handed_in_folder,
+    "nested": handed_in_nested,
+    "only-a-zip": handed_in_only_a_zip,
+    "a-zip": handed_in_a_zip,
+    "hostile-zip": handed_in_a_hostile_zip,
+}
+#: the front ends whose submission is always a folder (an upload, a repository, nbgrader's)
+FOLDERS_ONLY = {"gradescope", "classroom", "nbgrader"}
+
+
+@dataclass
+class Outcome:
+    score: float
+    max_score: float
+    text: str  # every message, to find a reason in
+
+    @classmethod
+    def of(cls, report: Report) -> Outcome:
+        text = "\n".join([*report.errors, *(r.message for r in report.results)])
+        return cls(report.score, report.max_score, text)
+
+
+def grade_each(cache: Path, where: Path, layouts: list[str]) -> dict[str, Outcome]:
+    """`python -m grader grade` on each, in-process (the intake comes before any engine)."""
+    from grader import cli
+
+    found = {}
+    for name in layouts:
+        sub = LAYOUTS[name](where / name)
+        results = where / f"{name}-results.json"
+        argv = ["grade", str(sub), "--in-process", "--suite", "public", "--suites", str(SMALL)]
+        assert cli.main([*argv, "--cache-dir", str(cache), "--results", str(results)]) == 0
+        document = json.loads(results.read_text())
+        top = sum(test["max_score"] for test in document["tests"])
+        found[name] = Outcome(document["score"], top, json.dumps(document))
+    return found
+
+
+def grade_class(cache: Path, where: Path, layouts: list[str], nbgrader: bool = False) -> dict[str, Outcome]:
+    """`python -m grader grade-class` on a class with one student per layout; with
+    `nbgrader`, in nbgrader's `submitted/<student>/micrograd/` (the fast path's staging)."""
+    from grader import cli
+
+    root = where / "class"
+    for name in layouts:
+        LAYOUTS[name](root / "submitted" / name / "micrograd" if nbgrader else root / name)
+    argv = ["grade-class", str(root), "--suite", "public", "--suites", str(SMALL), "--jobs", "2"]
+    assert cli.main([*argv, "--cache-dir", str(cache), "--out", str(where / "out")]) == 0
+    with Gradebook(where / "out" / "gradebook.db") as book:
+        return {student: Outcome.of(report) for student, report in book.reports()}
+
+
+def gradescope_each(cache: Path, where: Path, layouts: list[str]) -> dict[str, Outcome]:
+    """Gradescope's grader (`autograde --report`, what run_autograder starts) on each layout
+    in `submission/`, its workers as the grader's own user."""
+    from grader.authoring.gradescope_zip import Settings, suites_digest
+    from grader.autograder import main as autograde
+
+    source = where / "source"
+    shutil.copytree(SMALL, source / "suites", ignore=shutil.ignore_patterns("__pycache__"))
+    cases = collect(source / "suites", ["micrograd"], ("public",))
+    (source / "oracle").mkdir()
+    (source / "oracle" / "oracle.json").write_text(json.dumps(Oracle(cache).freeze(cases)))
+    digest = suites_digest(source / "suites", ["micrograd"])
+    settings = Settings(assignments=["micrograd"], suite="public", user="", suites_digest=digest)
+    (source / "autograder.json").write_text(settings.to_json())
+    found = {}
+    for name in layouts:
+        root = where / name
+        shutil.copytree(source, root / "source")
+        LAYOUTS[name](root / "submission")
+        assert autograde(root, where / f"{name}.json") == 0
+        found[name] = Outcome.of(Report.from_plain(json.loads((where / f"{name}.json").read_text())))
+    return found
+
+
+def classroom_each(cache: Path, where: Path, layouts: list[str]) -> dict[str, Outcome]:
+    """GitHub Classroom's command on each layout as the student's repository."""
+    from grader.classroom import grade_repository
+
+    found = {}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GRADER_CACHE", str(cache))
+        for name in layouts:
+            document = grade_repository(LAYOUTS[name](where / name), SMALL, timeout=10.0, budget=60.0)
+            score = sum(test["score"] for test in document["tests"])
+            found[name] = Outcome(score, document["max_score"], json.dumps(document))
+    return found
+
+
+FRONT_ENDS = {
+    "grade": grade_each,
+    "grade-class": grade_class,
+    "nbgrader": partial(grade_class, nbgrader=True),
+    "gradescope": gradescope_each,
+    "classroom": classroom_each,
+}
+
+
+def takes(front_end: str) -> list[str]:
+    return [name for name in LAYOUTS if not (front_end in FOLDERS_ONLY and name == "a-zip")]
+
+
+@pytest.fixture(scope="module")
+def front_ends(tmp_path_factory) -> Callable[[str], dict[str, Outcome]]:
+    """Each front end's outcome on every layout it takes, graded once (a class at a time)."""
+    cache = tmp_path_factory.getbasetemp() / "sandbox-oracle-cache"  # shared with test_sandbox.py
+    Oracle(cache).prepare(collect(SMALL, ["micrograd"], ("public",)), SMALL)
+    graded: dict[str, dict[str, Outcome]] = {}
+
+    def outcomes(front_end: str) -> dict[str, Outcome]:
+        if front_end not in graded:
+            where = tmp_path_factory.mktemp(front_end)
+            graded[front_end] = FRONT_ENDS[front_end](cache, where, takes(front_end))
+        return graded[front_end]
+
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "front_end, layout", [(front_end, layout) for front_end in FRONT_ENDS for layout in takes(front_end)]
+)
+def test_every_front_end_takes_every_layout(front_ends, front_end, layout, tmp_path):
+    outcome = front_ends(front_end)[layout]
+    assert outcome.max_score == SMALL_POINTS, outcome
+    if layout == "hostile-zip":
+        assert outcome.score == 0 and "leaves the archive" in outcome.text, outcome
+    else:
+        assert outcome.score == SMALL_POINTS, outcome.text
