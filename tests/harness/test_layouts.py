@@ -479,3 +479,23 @@ def test_every_front_end_takes_every_layout(front_ends, front_end, layout, tmp_p
         assert outcome.score == 0 and "leaves the archive" in outcome.text, outcome
     else:
         assert outcome.score == SMALL_POINTS, outcome.text
+
+
+def test_a_class_folder_of_zips_is_a_class(tmp_path):
+    """`ROOT/<student>.zip` is a student, graded again when the zip changes; a student who
+    is both a folder and a zip is a question for the instructor, not a guess."""
+    from grader.classgrade.hashing import files_hash
+    from grader.classgrade.layout import LayoutError, discover
+
+    root = tmp_path / "class"
+    ann = handed_in_a_zip(root / "ann")
+    handed_in_folder(root / "bo")
+    found = discover(root, tmp_path / "work")
+    assert [(s.student, s.path) for s in found] == [("ann", ann), ("bo", root / "bo")]
+    before = files_hash(ann)
+    with zipfile.ZipFile(ann, "a") as archive:
+        archive.writestr("notes.txt", "a second try")
+    assert files_hash(ann) != before
+    handed_in_folder(root / "ann")
+    with pytest.raises(LayoutError, match="holds both ann/ and ann.zip"):
+        discover(root, tmp_path / "work")
