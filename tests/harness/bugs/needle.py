@@ -46,6 +46,7 @@ BUGS = [
             "test_summation::summation_axes[tuple-two]",
         ],
         says=("Summation", "a gradient must have its input's shape"),
+        slip=("broadcast it back",),
     ),
     Bug(
         "summation-first-axis-only",
@@ -81,6 +82,7 @@ BUGS = [
             "test_matmul::matmul[broadcast-lhs]",
         ],
         says=("MatMul", "a gradient must have its input's shape"),
+        slip=("sum it over",),
     ),
     Bug(
         "adjoints-overwritten",
@@ -94,6 +96,7 @@ BUGS = [
         ],
         caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
         says=("partial adjoints",),
+        slip=("one partial adjoint, not their sum",),
     ),
     Bug(
         "topo-pre-order",
@@ -117,6 +120,7 @@ BUGS = [
         ],
         caught_by=["test_topo::topo_chain", "test_topo::topo_diamond", "test_composite::diamond"],
         says=("post-order",),
+        slip=("post-order",),
     ),
     Bug(
         "backward-ignores-out-grad",
@@ -130,6 +134,7 @@ BUGS = [
         ],
         caught_by=["test_ops::op_backward[mul]", "test_matmul::matmul[2d]"],
         says=("out_grad",),
+        slip=("out_grad",),
     ),
     Bug(
         "grads-accumulate-across-backward",
@@ -146,6 +151,7 @@ BUGS = [
         ],
         caught_by=["test_composite::backward_twice_assigns", "test_composite::backward_of_two_outputs"],
         says=("earlier backward",),
+        slip=("replacing",),
     ),
     Bug(
         "detach-keeps-inputs",
@@ -166,6 +172,7 @@ BUGS = [
             "test_detach::accumulation_loop",
         ],
         says=("detach()",),
+        slip=("new leaf",),
     ),
     Bug(
         "numpy-gradients",
@@ -195,6 +202,7 @@ BUGS = [
             "test_higher_order::matmul_second_order",
         ],
         says=("differentiates a gradient",),
+        slip=("NumPy",),
     ),
     Bug(
         "lazy-mode-ignored",
@@ -213,6 +221,7 @@ BUGS = [
         ],
         caught_by=["test_lazy::nothing_computed_until_asked", "test_lazy::lazy_equals_eager"],
         says=("lazy mode",),
+        slip=("realize_cached_data",),
     ),
     Bug(
         "divide-sign",
@@ -249,6 +258,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
         says=("Reshape", "a gradient must have its input's shape"),
+        slip=("input's shape",),
     ),
     Bug(
         "relu-gradient-at-zero",
@@ -262,6 +272,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[ReLU]", "test_ops::op_backward[relu]"],
         says=("ReLU",),
+        slip=("slope at 0",),
     ),
     Bug(
         "log-divides-by-output",
@@ -269,6 +280,7 @@ BUGS = [
         [(OPS, "        return out_grad / node.inputs[0]", "        return out_grad / node")],
         caught_by=["test_op_gradients::op_gradient[Log]", "test_ops::op_backward[log]"],
         says=("Log",),
+        slip=("uses its output",),
     ),
     Bug(
         "power-exponent-without-log",
