@@ -14,11 +14,14 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from grader.case.define import Case, collect
 from grader.pipeline import REPO, run_in_process, score
+from grader.verdict.diagnose import slips_for
 from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, materialize
 from tests.harness.bugs.micrograd import BUGS as MICROGRAD
@@ -53,14 +56,16 @@ class Count:
     messages: int = 0
     naming: int = 0
     #: bug -> (messages naming its slip, its messages)
-    by_bug: dict[str, tuple[int, int]] | None = None
+    by_bug: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: the catalogued slips the messages named (`CaseResult.slip`)
+    slips: set[str] = field(default_factory=set)
 
 
 def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None = None) -> Count:
     """Grade each bug's `caught_by` cases (in this process) and count the messages of its
     failing cases that name its slip."""
     cases = collect(REPO / "tests", [assignment], ["public", "hidden"])
-    count = Count(by_bug={})
+    count = Count()
     for bug in BANKS[assignment] if bugs is None else bugs:
         chosen = caught_by(bug, cases)
         submission = materialize(bug, workdir / bug.name)
@@ -69,16 +74,36 @@ def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None
         count.by_bug[bug.name] = (naming, len(failed))
         count.messages += len(failed)
         count.naming += naming
+        count.slips |= {r.slip for r in failed if r.slip}
     return count
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Oracle:
+    return Oracle()
+
+
+@pytest.mark.parametrize("assignment", sorted(BANKS))
+def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_path):
+    """Each bug that makes a catalogued slip, applied to the reference, fails with a message
+    naming the slip; and every slip of the catalogue is made by some bug of the bank."""
+    count = named(assignment, oracle, tmp_path)
+    silent = {
+        bug.name: count.by_bug[bug.name]
+        for bug in BANKS[assignment]
+        if bug.slip and count.by_bug[bug.name][0] != count.by_bug[bug.name][1]
+    }
+    assert not silent, f"messages that do not name the slip (naming/failed): {silent}"
+    assert set(count.slips) == {slip.name for slip in slips_for(assignment)}
 
 
 def main() -> int:
     oracle = Oracle()
-    total = Count(0, 0)
+    total = Count()
     with tempfile.TemporaryDirectory() as tmp:
         for assignment in BANKS:
             count = named(assignment, oracle, Path(tmp) / assignment)
-            for bug, (naming, messages) in (count.by_bug or {}).items():
+            for bug, (naming, messages) in count.by_bug.items():
                 print(f"  {assignment:9} {bug:36} {naming:>3}/{messages:<3}")
             print(f"{assignment}: {count.naming} of {count.messages} messages name the slip")
             total.messages += count.messages

@@ -260,6 +260,66 @@ BUGS = [
         caught_by=["test_ops::backward[neg]", "test_hidden_ops::hidden_backward[neg*]"],
         says=("neg",),
     ),
+    Bug(
+        "tanh-assigns",
+        "tanh's rule assigns (`=`) instead of accumulating: right on a fresh leaf, wrong on one "
+        "that already holds a gradient",
+        [
+            (
+                ENGINE,
+                "            self.grad += (1.0 - out.data**2) * out.grad\n",
+                "            self.grad = (1.0 - out.data**2) * out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[tanh]"],
+        says=("tanh",),
+        slip=("where it must add it (`+=`)",),
+    ),
+    Bug(
+        "exp-uses-input",
+        "exp's rule multiplies by the input x instead of the output exp(x)",
+        [
+            (
+                ENGINE,
+                "            self.grad += out.data * out.grad\n",
+                "            self.grad += self.data * out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[exp*]", "test_hidden_ops::hidden_rule[exp-*]"],
+        says=("exp",),
+        slip=("uses its input",),
+    ),
+    Bug(
+        "tanh-uses-input",
+        "tanh's rule as 1 - x**2 with the input x instead of the output tanh(x)",
+        [(ENGINE, "(1.0 - out.data**2) * out.grad", "(1.0 - self.data**2) * out.grad")],
+        caught_by=["test_ops::rule[tanh]", "test_hidden_ops::hidden_rule[tanh-negative]"],
+        says=("tanh",),
+        slip=("uses its input",),
+    ),
+    Bug(
+        "leaves-reset-too",
+        "backward() starts every gradient from zero, the leaves' too: a second backward() "
+        "replaces the leaves' gradients instead of adding to them",
+        [(ENGINE, RESET_INTERIOR, "        for node in topo:\n            node.grad = 0.0\n")],
+        caught_by=["test_accumulation::backward_twice", "test_accumulation::backward_twice_core"],
+        says=("from backward()",),
+        slip=("resets the leaves",),
+    ),
+    Bug(
+        "closures-in-topological-order",
+        "backward() runs the closures in topological order, inputs first, not in reverse",
+        [
+            (
+                ENGINE,
+                "        for node in reversed(topo):\n            node._backward()\n",
+                "        for node in topo:\n            node._backward()\n",
+            )
+        ],
+        caught_by=["test_accumulation::reverse_topological_order", "test_composite::more_ops"],
+        says=("from backward()",),
+        slip=("in topological order (inputs first)",),
+    ),
 ]
 
 BY_NAME = {bug.name: bug for bug in BUGS}
