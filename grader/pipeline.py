@@ -229,6 +229,7 @@ def verdict(
         seconds=actual.seconds,
         ops=case_ops(expected, case.assignment),
         blame=blamed,
+        slip=diagnosis.slip if diagnosis is not None else "",
         graph=graph,
     )
 
