@@ -88,9 +88,12 @@ The **reflected operators** at the end (`__radd__`, `__rmul__`, ...) make `2 * x
 Python first asks `int.__mul__`, which does not know Value and returns `NotImplemented`;
 then it tries `x.__rmul__(2)`. Being compositions of the primitives, they need no rule.
 
-`backward()` must run the closures in reverse topological order (a node's gradient is
-complete only once every node that uses it has passed its share back). Use a loop, not
-recursion: a chain of 100 000 operations must work.""",
+`backward()` has two tasks. First the order: the closures must run in reverse topological
+order (a node's gradient is complete only once every node that uses it has passed its share
+back). Use a loop, not recursion: a chain of 100 000 operations must work. Then the pass:
+start every interior node's gradient from zero (unlike Karpathy's micrograd, so a second
+`backward()` adds to the leaves without counting the first one's interior gradients again),
+seed the output with 1 and run the closures.""",
     ("nn", "Module"): """## Neurons, layers, an MLP
 
 `Module.zero_grad` resets every parameter's gradient. Why is it needed? Because every
@@ -125,8 +128,8 @@ A node used by several ops receives one partial adjoint from each; its gradient 
 sum. Visit nodes in reverse topological order so that the list is complete when you get to
 a node.""",
     ("autograd", "find_topo_sort"): """Post-order depth-first search: a node comes after all
-of its inputs. Graphs may be deeper than Python's recursion limit (a 10^4-step chain), so
-keep your own stack.""",
+of its inputs, visited in order. Graphs may be far deeper than Python's recursion limit (a
+chain of 10^5 ops), so keep your own stack.""",
     ("ops", "_keep_float_dtype"): """## The ops
 
 Each op below has `compute` (given) and `gradient` (yours). Write gradients only with
