@@ -16,8 +16,8 @@ backward() that does not return on the sandbox's tiny probe graph gives each cas
 CPU budget instead, as in the sandbox; a loop that a signal cannot stop is left to
 nbgrader's cell timeout.
 
-The hidden suite's report is framed by HIDDEN_BEGIN and HIDDEN_END lines, so that the
-feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
+The hidden suite's report is framed by `grader.report.cell`'s HIDDEN_BEGIN and HIDDEN_END
+lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, describe, wa
 from grader.case.run import Run, function_name, run_case
 from grader.case.worker import Bounded, probe, settle_garbage
 from grader.pipeline import SLOWER, SUITES_DIR, verdict
+from grader.report.cell import cell_text, hidden_text
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
 from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, REPEATS, SHORT_TIMEOUT, suspect_cpu
@@ -49,8 +50,6 @@ LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": (
 ENTRY = {"micrograd": "Value", "needle": "Tensor"}
 SUITES_ENV = "GRADER_SUITES"
 TIMEOUT_ENV = "GRADER_CASE_TIMEOUT"
-HIDDEN_BEGIN = "--- hidden cases ---"
-HIDDEN_END = "--- end of hidden cases:"
 
 
 def suites_dir() -> Path:
@@ -268,18 +267,6 @@ def runner() -> Runner:
     return _RUNNER
 
 
-def report(results: list[CaseResult], title: str) -> str:
-    """The cell's output: a score line, then each failed case and its diagnostic."""
-    earned = sum(r.points for r in results)
-    total = sum(r.max_points for r in results)
-    lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
-    for r in results:
-        if not r.passed:
-            lines.append(f"{str(r.status).upper()} {r.id} ({r.max_points:g} points)")
-            lines.extend("    " + line for line in r.message.splitlines())
-    return "\n".join(lines)
-
-
 def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
     """`output.backward()`, as a notebook's picture cell runs it before drawing the graph: for
     at most `seconds` of wall time, and never an error. The picture's graph has a handful of
@@ -317,9 +304,6 @@ def grade_topic(
     cases = chosen.cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
-    earned = sum(r.points for r in results)
-    text = report(results, f"{name} ({suite})")
-    if suite == "hidden":
-        text = f"{HIDDEN_BEGIN}\n{text}\n{HIDDEN_END} {earned:g}/{sum(c.points for c in cases):g} points"
-    print(text)
-    return earned
+    title = f"{name} ({suite})"
+    print(hidden_text(results, title) if suite == "hidden" else cell_text(results, title))
+    return sum(r.points for r in results)

@@ -252,6 +252,7 @@ def verdict(
     ran = actual.failure is actual.fault is None and not actual.missing
     mismatches = compare(expected.results, actual.results) if ran else []
     status = status_of(actual, bool(mismatches))
+    diagnosis = None
     if status is Status.NOT_GRADED:
         message = not_graded_message(actual.missing)
     elif actual.fault is not None:
@@ -259,12 +260,11 @@ def verdict(
     elif status is Status.PASSED:
         message = ""
     else:
-        message = diagnose(expected, actual, mismatches, case.assignment)
-    graph, blamed = (
-        case_graph(expected, actual, case.assignment, message) if status is Status.FAILED else (None, "")
-    )
-    if actual.failure is not None and actual.failure.where:
-        blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
+        diagnosis = diagnose(expected, actual, mismatches, case.assignment)
+        message = diagnosis.message
+    failed = status is Status.FAILED
+    graph = case_graph(expected, actual, case.assignment, diagnosis) if failed else None
+    blamed = diagnosis.blame if diagnosis is not None else ""
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,

@@ -187,7 +187,8 @@ def check_leaks(options: Options) -> Row:
         if (options.template / name).is_dir():
             found += [f"student_template: {leak}" for leak in leaks.scan(options.template / name, known)]
     detail = (
-        f"the wheel and student_template/ hold none of {len(known.solution)} solution lines, "
+        f"the wheel and student_template/ hold none of {len(known.solution)} solution lines "
+        f"(nor {len(known.shapes)} windows of their shapes), "
         f"{len(known.hidden_names)} hidden names, {len(known.hidden_source)} hidden source lines"
     )
     return Row("no solution leaks", not found, "; ".join(found[:SHOWN]) or detail)
