@@ -6,6 +6,7 @@ from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
+from grader.case.limits import SHORT_TIMEOUT
 from grader.notebook import (
     EXECUTION_ENV,
     SUITES_ENV,
@@ -18,7 +19,6 @@ from grader.notebook import (
 )
 from grader.notebook import topic as find_topic
 from grader.report.cell import HIDDEN_BEGIN, HIDDEN_END
-from grader.sandbox.engine import SHORT_TIMEOUT
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
