@@ -13,9 +13,11 @@ student still sees it); a cell without a region is locked, so autograding restor
 Every code cell records the module it came from (`metadata.grader.module`): that is how
 `grader.authoring.nbgrader_io.extract` turns a submitted notebook back into a package.
 
-A test cell is worth its topic's public and hidden points. Its hidden part sits between
-`### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`; its last expression is the points
-earned, which nbgrader takes as partial credit.
+A test cell is worth its topic's public and hidden points. It is one call,
+`grade_cell(...)`, whose value (the points earned) nbgrader takes as partial credit; the
+call runs the hidden cases only when nbgrader autogrades. So the cell's source is the same
+in the source, the released and the submitted notebook: nbgrader's checksum of it never
+changes, and `nbgrader autograde` has nothing to warn about.
 
 `check` reports drift between the committed notebooks and what would be generated.
 """
@@ -297,20 +299,8 @@ def package_files(reference: Path, assignment: str) -> dict[str, Split]:
 def test_cell_source(assignment: str, topic: Topic, scale: float = 1.0, without: tuple[str, ...] = ()) -> str:
     """The cell's code; a scope that leaves ops out or scales the points is passed on."""
     extra = (f", scale={scale!r}" if scale != 1.0 else "") + (f", without={without!r}" if without else "")
-
-    def call(suite: str) -> str:
-        return f"grade_topic({assignment!r}, {topic.name!r}, {suite!r}, globals(){extra})"
-
-    lines = ["from grader.notebook import grade_topic", ""]
-    lines.append("points = " + call("public"))
-    if topic.hidden:
-        lines += [
-            "### BEGIN HIDDEN TESTS",
-            "points += " + call("hidden"),
-            "### END HIDDEN TESTS",
-        ]
-    lines.append("points")
-    return "\n".join(lines)
+    call = f"grade_cell({assignment!r}, {topic.name!r}, globals(){extra})"
+    return f"from grader.notebook import grade_cell\n\n{call}"
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, points: float = 0) -> dict:
@@ -331,7 +321,7 @@ Scoped = tuple[Topic, float, tuple[str, ...]]
 
 def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Scoped]:
     """Each topic the scope grades, with only its cases in scope and their scaled points, and
-    the scale and the left-out needs its test cell passes on to `grade_topic`."""
+    the scale and the left-out needs its test cell passes on to `grade_cell`."""
     if scope is None:
         return [(topic, 1.0, ()) for topic in topics(assignment, suites)]
     without = tuple(sorted(scope.excluded))

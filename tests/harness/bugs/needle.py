@@ -84,6 +84,7 @@ BUGS = [
             "test_summation::summation_axes[tuple-two]",
         ],
         says=("Summation", "a gradient must have its input's shape"),
+        slip=("broadcast it back",),
     ),
     Bug(
         "summation-first-axis-only",
@@ -119,6 +120,7 @@ BUGS = [
             "test_matmul::matmul[broadcast-lhs]",
         ],
         says=("MatMul", "a gradient must have its input's shape"),
+        slip=("sum it over",),
     ),
     Bug(
         "adjoints-overwritten",
@@ -348,5 +350,40 @@ BUGS = [
         caught_by=["test_topo::topo_diamond", "test_hidden_graph::hidden_topo_wide"],
         says=("the contract",),
         slip=("inputs in order",),
+    ),
+    Bug(
+        "output-grad-unset",
+        "backward computes every gradient right but leaves the output's own grad unset",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        total = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if node is not output_tensor:\n"
+                "            node.grad = total\n",
+            ),
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(total, node)",
+            ),
+        ],
+        caught_by=["test_composite::output_gradient"],
+        says=("y.grad",),
+        slip=("own gradient",),
+    ),
+    Bug(
+        "relu-mask-float64",
+        "ReLU's gradient multiplies by a float64 mask: right numbers, float64 for a float32 input",
+        [
+            (
+                OPS,
+                "        mask = Tensor(a > 0, dtype=a.dtype, requires_grad=False)",
+                '        mask = Tensor(a > 0, dtype="float64", requires_grad=False)',
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient_float32[ReLU]"],
+        says=("ReLU",),
+        slip=("keeps its input's dtype",),
     ),
 ]
