@@ -100,13 +100,14 @@ NOT_IN_THE_BUNDLE = (
 )
 
 
-def test_the_students_page_speaks_only_of_what_the_bundle_holds(bundle):
+def test_the_students_pages_speak_only_of_what_the_bundle_holds(bundle):
     """docs/students.md is the bundle's page: every path its list of the repository names is
-    in the bundle, and it names nothing that only the kit has."""
+    in the bundle, and it names nothing that only the kit has; nor does the bundle's README."""
     page = (bundle / "docs" / "students.md").read_text()
     assert page == (REPO / "docs" / "students.md").read_text()
-    mentioned = [word for word in NOT_IN_THE_BUNDLE if word in page.lower()]
-    assert mentioned == []
+    for name in ("docs/students.md", "README.md"):
+        text = (bundle / name).read_text().lower()
+        assert [word for word in NOT_IN_THE_BUNDLE if word in text] == [], name
     holds = page.split("Your repository holds:")[1].split("\n## ")[0]
     listed = [
         path
