@@ -135,11 +135,15 @@ def _signal_alarm(seconds: float, due: Due) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-6), repeat)
 
 
-def _raise_in(thread: int, exception: type[BaseException] | None) -> None:
-    """Have `exception` raised in `thread` at its next bytecode (None: drop one not raised yet)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread), ctypes.py_object(exception) if exception is not None else None
-    )
+def _raise_in(thread: int, exception: type[BaseException]) -> None:
+    """Have `exception` raised in `thread` at its next function call or loop iteration."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
+
+
+def _settle() -> None:
+    """A function call: an exception the watchdog set and that was not raised yet is raised
+    here. (Never drop it with `PyThreadState_SetAsyncExc(id, NULL)`: that leaves every thread
+    checking for one at each bytecode, which slows the whole interpreter down for good.)"""
 
 
 @contextlib.contextmanager
@@ -169,7 +173,7 @@ def _thread_alarm(seconds: float, due: Due) -> Iterator[None]:
             try:
                 over.set()
                 watchdog.join()
-                _raise_in(target, None)
+                _settle()
                 break
             except (CaseTimedOut, WallTimeout):
                 continue
