@@ -35,7 +35,7 @@ from grader.pipeline import SLOWER, SUITES_DIR, InProcessEngine, default_scopes,
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
-from grader.verdict.oracle import default_cache_dir, oracle_from
+from grader.verdict.oracle import NeedsTorch, default_cache_dir, oracle_from
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -159,12 +159,26 @@ def _keep_hypothesis_out_of_the_submission() -> None:
     set_hypothesis_home_dir(default_cache_dir().parent / "hypothesis")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failing random-program search shows the shrunk program; hypothesis's offer of a
-    patch that pins a `random.Random` as an explicit example would only confuse."""
+    patch that pins a `random.Random` as an explicit example would only confuse. A search
+    that passed but could not check some of its programs (beyond those the release shipped,
+    without torch) is skipped, saying so: never failed, never taken for a pass."""
     if call.when == "teardown" and getattr(getattr(item, "function", None), "__grader_search__", False):
         item.__dict__.pop("_hypothesis_failing_examples", None)
+    report = yield
+    unchecked = item.stash.get(_UNCHECKED, 0)
+    if call.when == "call" and report.passed and unchecked:
+        _, line, _ = item.location
+        report.outcome = "skipped"
+        report.longrepr = (
+            str(item.path),
+            (line or 0) + 1,
+            f"Skipped: {unchecked} of its programs were not checked: beyond those shipped, "
+            "they need PyTorch (pip install torch)",
+        )
+    return report
 
 
 #: seconds a graded test may run locally (pytest-timeout) unless --timeout, the `timeout` ini
@@ -288,26 +302,39 @@ class _State:
             self.oracle.prepare([case], SUITES_DIR)
         return self.oracle.expected(case)
 
-    def check(self, case: Case, graded: bool = True, properties: list | None = None) -> None:
+    def check(
+        self, case: Case, graded: bool = True, properties: list | None = None, item: pytest.Item | None = None
+    ) -> None:
         """Run `case`, fail the test with the diagnostic; a graded test's result goes with
         its test report (an ungraded search calls this for many cases, none of them scored).
-        What the submission printed goes to stdout: pytest shows it on failure, `-s` always."""
+        What the submission printed goes to stdout: pytest shows it on failure, `-s` always.
+        Without torch, a case whose expected run is not shipped is skipped, saying why; a
+        search's program is passed over, and the search is skipped if nothing failed."""
         case = self.scoped.get(case.id, case)
         engine = self.engine(case.assignment)
-        if isinstance(engine, SubmissionError):
-            actual = Run(fault=str(engine))
-        elif engine.hung:  # PyTorch's time sizes the case's short budget, as in the sandbox
-            self.expected(case)
-            actual = engine.run(case, SLOWER * self.oracle.seconds.get(case.id, 0.0))
-        else:
-            actual = engine.run(case)
-        if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
-            properties.append((NOTES, engine.notes))
-        if actual.output:
-            sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
-        # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
-        failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
-        result = verdict(case, Run() if failed else self.expected(case), actual)
+        try:
+            if isinstance(engine, SubmissionError):
+                actual = Run(fault=str(engine))
+            elif engine.hung:  # PyTorch's time sizes the case's short budget, as in the sandbox
+                self.expected(case)
+                actual = engine.run(case, SLOWER * self.oracle.seconds.get(case.id, 0.0))
+            else:
+                actual = engine.run(case)
+            if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
+                properties.append((NOTES, engine.notes))
+            if actual.output:
+                sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
+            # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
+            failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
+            result = verdict(case, Run() if failed else self.expected(case), actual)
+        except NeedsTorch as exc:
+            if graded:  # not the submission's fault: not scored, and said once in the score section
+                if properties is not None:
+                    properties.append((NOTES, [NEEDS_TORCH]))
+                pytest.skip(str(exc))
+            if item is not None:  # a search's program beyond the shipped ones: not checked
+                item.stash[_UNCHECKED] = item.stash.get(_UNCHECKED, 0) + 1
+            return
         if graded and properties is not None:
             properties.append((RESULT, {**dataclasses.asdict(result), "status": result.status.value}))
         if result.status is Status.NOT_GRADED:
@@ -353,9 +380,14 @@ class _State:
                 by_scopes[case.suites_dir == SUITES_DIR.resolve()].append(case)
 
         def needs(cases: list[Case]) -> dict[str, set[str]]:
+            found = {}
             for case in cases:
-                self.expected(case)  # reads the whole suite's oracle file at once
-            return {case.id: self.oracle.needs(case) for case in cases}
+                try:
+                    self.expected(case)  # reads the whole suite's oracle file at once
+                    found[case.id] = self.oracle.needs(case)
+                except NeedsTorch:  # skipped when it runs, saying why
+                    found[case.id] = set(case.needs)
+            return found
 
         kept = select(by_scopes[True], self.defaults, needs) + select(by_scopes[False], self.scopes, needs)
         self.scoped = {case.id: case for case in kept}
@@ -391,6 +423,13 @@ def _case_of(item: pytest.Item) -> Case | None:
 
 
 _STATE = pytest.StashKey[_State]()
+#: how many of a search's programs could not be checked (no shipped run, no torch)
+_UNCHECKED = pytest.StashKey[int]()
+#: the score section's note when a graded case was skipped for want of torch
+NEEDS_TORCH = (
+    "some tests changed since the release: their cases need PyTorch to be checked and were "
+    "skipped (pip install torch)"
+)
 
 
 @pytest.fixture
@@ -398,4 +437,4 @@ def graded_case(request: pytest.FixtureRequest):
     """Run a case on the submission and on PyTorch; fail with the diagnostic."""
     graded = hasattr(request.function, "__grader_cases__")
     check = request.config.stash[_STATE].check
-    return lambda case: check(case, graded, request.node.user_properties)
+    return lambda case: check(case, graded, request.node.user_properties, request.node)

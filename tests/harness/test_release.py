@@ -101,11 +101,30 @@ def test_requirements_are_pinned_to_what_the_kit_declares(bundle):
         line for line in (bundle / "requirements.txt").read_text().splitlines() if not line.startswith("#")
     ]
     assert all("==" in line for line in lines), lines
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    torch = next(d for d in declared if d.startswith("torch"))
-    assert torch in lines  # torch==2.13.0, exactly as the kit pins it
     names = {re.split(r"[=;]", line)[0].strip().lower() for line in lines}
-    assert {"numpy", "pytest", "rich", "hypothesis"} <= names
+    assert {"numpy", "pytest", "rich", "hypothesis", "pytest-timeout"} <= names
+    assert "torch" not in names  # the answers are shipped
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    kit = {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in declared}
+    assert names <= kit
+
+
+def test_the_answers_are_every_public_cases_run_stamped_with_its_suite(bundle):
+    from grader.verdict.oracle import FORMAT, file_digest
+
+    for name in NAMES:
+        answers = json.loads((bundle / "grader" / "answers" / f"{name}.json").read_text())
+        assert answers["format"] == FORMAT
+        cases = collect(REPO / "tests", [name], ("public",))
+        assert {c.id for c in cases} <= set(answers["runs"])
+        searched = [i for i in answers["runs"] if i.startswith(f"{name}/hypothesis::")]
+        assert searched  # the programs the search tries
+        suite = bundle / "tests" / "public" / name
+        assert answers["files"] == {
+            f"public/{name}/{p.name}": file_digest(p) for p in suite.glob("test_*.py")
+        }
+        run = answers["runs"][cases[-1].id]
+        assert run["results"] and json.loads(run["detail"])["tape"] is not None  # what a diagnosis reads
 
 
 def test_a_narrower_release_ships_one_assignment(tmp_path):
@@ -253,19 +272,20 @@ def student(bundle, tmp_path_factory) -> StudentEnv:
 
 def test_the_fresh_environment_cannot_reach_the_kit(student, bundle):
     probe = (
-        "import json, sys, grader, torch; print(json.dumps([grader.__file__, sys.path, torch.__version__]))"
+        "import importlib.util, json, sys, grader;"
+        "print(json.dumps([grader.__file__, sys.path, importlib.util.find_spec('torch') is None]))"
     )
     done = subprocess.run(
         ["python", "-c", probe], cwd=bundle, env=student.env, capture_output=True, text=True, check=True
     )
-    where, path, torch_version = json.loads(done.stdout)
+    where, path, no_torch = json.loads(done.stdout)
     assert Path(where).resolve() == bundle / "grader" / "__init__.py"
     base = Path(sys.base_prefix).resolve()
     for entry in filter(None, path):
         resolved = Path(entry).resolve()
         assert resolved.is_relative_to(bundle) or resolved.is_relative_to(base), entry
     assert not any(Path(entry).resolve().is_relative_to(REPO) for entry in filter(None, path))
-    assert torch_version.split("+")[0] == "2.13.0"
+    assert no_torch  # the requirements hold none: a student's run reads the shipped answers
 
 
 def failure_messages(output: str) -> list[tuple[str, str]]:
@@ -306,6 +326,69 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
         assert any(name in m for _, m in messages), name
     for assignment in NAMES:
         assert re.search(rf"^  {assignment} / forward +\d+/\d+ +tests", output, re.M)
+
+
+def student_pytest(student: StudentEnv, repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["python", "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=repo,
+        env=student.env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def with_reference(bundle: Path, tmp_path: Path, name: str) -> Path:
+    """A copy of the bundle whose packages are the reference solutions."""
+    repo = submission(bundle, tmp_path, name)
+    for package in NAMES:
+        shutil.rmtree(repo / package)
+        shutil.copytree(
+            REPO / "reference" / package, repo / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return repo
+
+
+def test_a_students_run_needs_no_torch(student, bundle, tmp_path):
+    repo = with_reference(bundle, tmp_path, "reference-pytest")
+    done = student_pytest(student, repo, "-rs")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    total = sum(c.points for c in public_cases())
+    assert re.search(rf"^Score: {total:g}/{total:g} points\b", done.stdout, re.M)
+    last = done.stdout.strip().splitlines()[-1]
+    assert "skipped" not in last and "failed" not in last, last  # every search's program was answered
+
+
+def test_a_changed_test_without_torch_is_skipped_saying_why(student, bundle, tmp_path):
+    from grader.plugin import NEEDS_TORCH
+
+    repo = with_reference(bundle, tmp_path, "changed")
+    suite = repo / "tests" / "public" / "micrograd" / "test_ops.py"
+    suite.write_text(suite.read_text() + "\n# the student's own note\n")
+    answers = repo / "grader" / "answers" / "micrograd.json"
+    shipped = json.loads(answers.read_text())
+    searched = sorted(i for i in shipped["runs"] if i.startswith("micrograd/hypothesis::"))
+    for case_id in searched[::2]:  # programs beyond those shipped
+        del shipped["runs"][case_id]
+    answers.write_text(json.dumps(shipped))
+    done = student_pytest(
+        student, repo, "-rs", "tests/public/micrograd/test_ops.py", "tests/public/micrograd/test_random.py"
+    )
+    output = done.stdout
+    assert done.returncode == 0, output[-3000:]  # nothing failed
+    changed = [c for c in public_cases() if c.module == "test_ops" and c.assignment == "micrograd"]
+    skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
+    needs = [line for line in skips if "needs PyTorch: its test changed since the release" in line]
+    assert len(needs) == len(changed), skips[:3]
+    assert f"note: {NEEDS_TORCH}" in output
+    search = [line for line in skips if "test_random.py" in line]
+    assert len(search) == 1 and f"{(len(searched) + 1) // 2} of its programs were not checked" in search[0]
+    random = sum(
+        c.points for c in public_cases() if c.module == "test_random" and c.assignment == "micrograd"
+    )
+    assert re.search(
+        rf"^Score: {random:g}/{random:g} points\b", output, re.M
+    )  # the changed cases: not scored
 
 
 # ---- GitHub Classroom ----
