@@ -33,7 +33,8 @@ from rich.table import Table
 from grader.authoring import killing, leaks, mutants, template
 from grader.authoring.forward import ReachingRunner, solution_functions
 from grader.case.define import Case, collect
-from grader.pipeline import SLOWER, InProcessRunner, grade
+from grader.case.limits import SLOWER
+from grader.pipeline import InProcessRunner, grade
 from grader.report.model import Report
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS results (
     visibility  TEXT NOT NULL,
     description TEXT NOT NULL,
     seconds     REAL NOT NULL,
-    details     TEXT NOT NULL DEFAULT '{}',  -- JSON: the case's ops, the blamed rule, the graph
+    details     TEXT NOT NULL DEFAULT '{}',  -- JSON: the case's ops, the blamed rule, the slip, the graph
     PRIMARY KEY (student, case_id)
 );
 """
@@ -62,7 +62,7 @@ RESULT_COLUMNS = (
     "hidden, visibility, description, seconds, details"
 )
 #: what `details` holds: what the pages need to draw the wrong node and rate each op
-DETAILS = ("ops", "blame", "graph")
+DETAILS = ("ops", "blame", "slip", "graph")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,44 @@ from __future__ import annotations
 from tests.harness.bugs import Bug
 
 AUTOGRAD = "needle/autograd.py"
+
+ITERATIVE_TOPO = """\
+    visited = set()
+    topo_order = []
+    for root in node_list:
+        if root in visited:
+            continue
+        visited.add(root)
+        stack = [(root, iter(root.inputs))]
+        while stack:
+            node, remaining_inputs = stack[-1]
+            for inp in remaining_inputs:
+                if inp not in visited:
+                    visited.add(inp)
+                    stack.append((inp, iter(inp.inputs)))
+                    break
+            else:  # all inputs done: the node comes after them
+                stack.pop()
+                topo_order.append(node)
+    return topo_order
+"""
+
+RECURSIVE_TOPO = """\
+    visited = set()
+    topo_order = []
+
+    def visit(node):
+        if node in visited:
+            return
+        visited.add(node)
+        for inp in node.inputs:
+            visit(inp)
+        topo_order.append(node)
+
+    for root in node_list:
+        visit(root)
+    return topo_order
+"""
 OPS = "needle/ops.py"
 
 BUGS = [
@@ -94,6 +132,7 @@ BUGS = [
         ],
         caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
         says=("partial adjoints",),
+        slip=("one partial adjoint, not their sum",),
     ),
     Bug(
         "topo-pre-order",
@@ -117,6 +156,7 @@ BUGS = [
         ],
         caught_by=["test_topo::topo_chain", "test_topo::topo_diamond", "test_composite::diamond"],
         says=("post-order",),
+        slip=("post-order",),
     ),
     Bug(
         "backward-ignores-out-grad",
@@ -130,6 +170,7 @@ BUGS = [
         ],
         caught_by=["test_ops::op_backward[mul]", "test_matmul::matmul[2d]"],
         says=("out_grad",),
+        slip=("out_grad",),
     ),
     Bug(
         "grads-accumulate-across-backward",
@@ -146,6 +187,7 @@ BUGS = [
         ],
         caught_by=["test_composite::backward_twice_assigns", "test_composite::backward_of_two_outputs"],
         says=("earlier backward",),
+        slip=("replacing",),
     ),
     Bug(
         "detach-keeps-inputs",
@@ -166,6 +208,7 @@ BUGS = [
             "test_detach::accumulation_loop",
         ],
         says=("detach()",),
+        slip=("new leaf",),
     ),
     Bug(
         "numpy-gradients",
@@ -195,6 +238,7 @@ BUGS = [
             "test_higher_order::matmul_second_order",
         ],
         says=("differentiates a gradient",),
+        slip=("NumPy",),
     ),
     Bug(
         "lazy-mode-ignored",
@@ -213,6 +257,7 @@ BUGS = [
         ],
         caught_by=["test_lazy::nothing_computed_until_asked", "test_lazy::lazy_equals_eager"],
         says=("lazy mode",),
+        slip=("realize_cached_data",),
     ),
     Bug(
         "divide-sign",
@@ -249,6 +294,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
         says=("Reshape", "a gradient must have its input's shape"),
+        slip=("input's shape",),
     ),
     Bug(
         "relu-gradient-at-zero",
@@ -283,5 +329,24 @@ BUGS = [
         [(OPS, "        return out_grad * (1 - node**2)", "        return out_grad * (1 - node)")],
         caught_by=["test_op_gradients::op_gradient[Tanh]", "test_ops::op_backward[tanh]"],
         says=("Tanh",),
+    ),
+    Bug(
+        "recursive-topo",
+        "find_topo_sort recurses: RecursionError on a chain deeper than Python's limit",
+        [(AUTOGRAD, ITERATIVE_TOPO, RECURSIVE_TOPO)],
+        caught_by=["test_topo::deep_chain", "test_hidden_graph::hidden_deep_backward"],
+        says=("RecursionError",),
+        slip=("iterative",),
+    ),
+    Bug(
+        "topo-inputs-last-first",
+        "find_topo_sort visits a node's inputs last to first: a topological order, not the contract's",
+        [
+            (AUTOGRAD, "iter(root.inputs)", "iter(reversed(root.inputs))"),
+            (AUTOGRAD, "iter(inp.inputs)", "iter(reversed(inp.inputs))"),
+        ],
+        caught_by=["test_topo::topo_diamond", "test_hidden_graph::hidden_topo_wide"],
+        says=("the contract",),
+        slip=("inputs in order",),
     ),
 ]
