@@ -32,15 +32,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grader import assignments
 from grader.case.define import Case, collect
-from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, wall_limit
-from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, SLOWER, TimePolicy, probe, settle_garbage
-from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.case.hang import WallTimeout, wall_limit
+from grader.case.inprocess import InProcessEngine
+from grader.case.limits import SHORT_TIMEOUT, SLOWER, TimePolicy
+from grader.case.run import Run
 from grader.pipeline import SUITES_DIR, verdict
 from grader.report.cell import cell_text, hidden_text
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
+from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, oracle_from
 
 #: the package a submission hands in, and its modules, for each assignment
@@ -195,21 +196,16 @@ class Runner:
         self.expected(case, root)
         return self.oracle.needs(case)
 
-    def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
-        """One case, within its time limit (the short CPU budget the sandbox gives it too,
-        once backward() hung on the probe)."""
-        engine = assignments.get(case.assignment).engine
-        seconds = self.timeout(case)
-        budget = self.policy.cpu(case.assignment, self.yardstick(case))
-        if budget is not None:
-            settle_garbage()  # the case is not charged for freeing an earlier case's graph
-        try:
-            with cpu_budget(budget, wall=seconds) if budget is not None else wall_limit(seconds):
-                return run_case(case, engine(modules, trace=case.trace), roots)
-        except CaseTimedOut as exc:
-            return Run(fault=self.policy.out_of_budget(budget, describe_exception(exc, roots).where))
-        except WallTimeout as exc:
-            return Run(fault=self.policy.timed_out(seconds, describe_exception(exc, roots).where))
+    def run(self, case: Case, modules: dict[str, Any], roots: list[Path], root: Path) -> Run:
+        """One case on the in-process engine, within its time limit (the short CPU budget the
+        sandbox gives it too, once backward() hung on the probe); the tape is read only when
+        the results are wrong."""
+        engine = InProcessEngine(case.assignment, modules, roots, self.policy)
+
+        def wrong(run: Run) -> bool:
+            return bool(compare(self.expected(case, root).results, run.results))
+
+        return engine.run(case, self.yardstick(case), seconds=self.timeout(case), tape=wrong)
 
     def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
         """Each case's result. Before the first, as the sandbox does, backward() runs on a tiny
@@ -226,19 +222,9 @@ class Runner:
                 continue
             self.count_hangs_of(namespace[name])
             modules = modules_from(case.assignment, namespace)
-            if self.policy.probing(case.assignment):
-                assignment = assignments.get(case.assignment)
-                hung = probe(assignment, modules, PROBE_CPU, wall=SHORT_TIMEOUT)
-                self.policy.hung[case.assignment] = hung
-            buffer = Bounded()
-            with (
-                contextlib.redirect_stdout(buffer),
-                contextlib.redirect_stderr(buffer),
-                warnings.catch_warnings(),
-            ):
+            with warnings.catch_warnings():  # what the case printed is in its run's output
                 warnings.simplefilter("ignore")
-                actual = self.run(case, modules, code_roots(namespace))
-                actual.output = buffer.getvalue()
+                actual = self.run(case, modules, code_roots(namespace), root)
                 failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
             results.append(verdict(case, expected, actual))
