@@ -124,7 +124,27 @@ def pytest_load_initial_conftests(
         ) from exc
 
 
+def _inside_a_package(config: pytest.Config) -> str | None:
+    """Why a bare `pytest` run from inside a submission's package (`micrograd/`) cannot grade:
+    the suites and the package are beside that folder, not in it."""
+    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return None
+    root, cwd = Path(config.rootpath).resolve(), Path(config.invocation_params.dir).resolve()
+    if cwd == root or not cwd.is_relative_to(root):
+        return None
+    top = cwd.relative_to(root).parts[0]
+    if top not in present_packages(root) or locate_assignment(root, top).path != root / top:
+        return None
+    up = os.path.relpath(root, cwd)
+    return (
+        f"run pytest in {root}, the folder that holds {top}/, not inside {top}/: cd {up} && python -m pytest"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    inside = _inside_a_package(config)
+    if inside:
+        raise pytest.UsageError(inside)
     given = config.getoption("--impl")
     if given and not Path(given).exists():
         raise pytest.UsageError(f"--impl {given}: no such file or directory")
@@ -278,6 +298,7 @@ class _State:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.unpacked.close()
+        self.write_score()
 
     def graded(self) -> str:
         """`/path/sub (micrograd: hw/micrograd/, needle: python/needle/)`: what is graded."""
@@ -387,11 +408,12 @@ class _State:
             gone = set(map(id, drop))
             items[:] = [item for item in items if id(item) not in gone]
 
-    @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.report.results:
+    def write_score(self) -> None:
+        """The score section: last of all, after pytest's short test summary and its counts
+        (so from `pytest_unconfigure`: pytest writes those after every terminal-summary hook)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not self.report.results or tr is None:
             return
-        tr = terminalreporter
         tr.section("score")
         tr.write_line(f"submission: {self.graded()}")
         for note in self.report.notes:

@@ -215,16 +215,21 @@ def plugin_pins(names: Iterable[str]) -> list[str]:
         ) from None
 
 
+def search_names_in(path: Path) -> list[str]:
+    """The tests of a suite file that are random-program searches (`@search(...)`)."""
+    return [
+        node.name
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "search" for d in node.decorator_list
+        )
+    ]
+
+
 def search_names(suite: Path) -> list[str]:
-    """The tests of a suite folder that are random-program searches (`@search(...)`)."""
-    found = []
-    for path in sorted(suite.glob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.FunctionDef) and any(
-                isinstance(d, ast.Call) and getattr(d.func, "id", "") == "search" for d in node.decorator_list
-            ):
-                found.append(node.name)
-    return found
+    """The tests of a suite folder that are random-program searches."""
+    return [name for path in sorted(suite.glob("test_*.py")) for name in search_names_in(path)]
 
 
 def search_runs(bundle: Path, repo: Path, name: str) -> dict[str, dict]:
@@ -283,7 +288,9 @@ def write_answers(bundle: Path, repo: Path, names: list[str]) -> None:
         (bundle / "grader" / "answers" / f"{name}.json").write_text(text)
 
 
-def tasks_table(cases: list) -> str:
+def tasks_table(cases: list, searches: dict[str, list[str]] | None = None) -> str:
+    """One row per topic; then each assignment's random-program searches, which pytest runs
+    beside the cases but which are worth nothing (`searches`: assignment -> their files)."""
     rows: dict[tuple[str, str], list] = {}
     for case in cases:
         rows.setdefault((case.assignment, case.topic), []).append(case)
@@ -292,7 +299,20 @@ def tasks_table(cases: list) -> str:
         files = ", ".join(sorted({f"`{c.module}.py`" for c in group}))
         points = sum(c.points for c in group)
         lines.append(f"| {assignment} | {topic} | {files} | {len(group)} | {points:g} |")
+    for assignment, files in (searches or {}).items():
+        if files:
+            shown = ", ".join(f"`{f}`" for f in sorted(set(files)))
+            lines.append(f"| {assignment} | random search (not graded) | {shown} | {len(files)} | 0 |")
     return "\n".join(lines)
+
+
+def searches_in(suites: Path, names: Iterable[str]) -> dict[str, list[str]]:
+    """Each assignment's random-program searches, as the file each is in (one per search)."""
+    found = {}
+    for name in names:
+        folder = suites / "public" / name
+        found[name] = [f"{path.name}" for path in sorted(folder.glob("test_*.py")) if search_names_in(path)]
+    return found
 
 
 def _commented(lines: list[tuple[str, str]]) -> str:
@@ -300,7 +320,7 @@ def _commented(lines: list[tuple[str, str]]) -> str:
     return "\n".join(f"{command.ljust(width)}   # {comment}" for command, comment in lines)
 
 
-def student_readme(names: list[str], cases: list) -> str:
+def student_readme(names: list[str], cases: list, searches: dict[str, list[str]] | None = None) -> str:
     example = EXAMPLES.get(names[0], (f"tests/public/{names[0]}/", "forward", "not implemented yet: ..."))
     first = cases[0] if cases else None
     return Template((BUNDLE / "README.md").read_text()).substitute(
@@ -320,7 +340,9 @@ def student_readme(names: list[str], cases: list) -> str:
         example_message=example[2],
         total=f"{sum(c.points for c in cases):g}",
         first_topic=f"{first.assignment} / {first.topic}" if first else "assignment / topic",
-        tasks=tasks_table(cases),
+        tasks=tasks_table(cases, searches),
+        collected=len(cases) + sum(len(files) for files in (searches or {}).values()),
+        cases=len(cases),
     )
 
 
@@ -387,7 +409,8 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     (dest / "conftest.py").write_text(CONFTEST)
     for name, scope in scopes.items():
         (dest / "grader" / "assignments" / name / SCOPE_FILE).write_text(scope_toml(scope))
-    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes)))
+    searches = searches_in(repo / "tests", names)
+    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes), searches))
     (dest / ".gitignore").write_text((BUNDLE / "gitignore").read_text())
     workflows = dest / ".github" / "workflows"
     workflows.mkdir(parents=True)

@@ -46,11 +46,11 @@ def public_cases(suites: Path = REPO / "tests") -> list:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "autodiff"
-    made = release(out)
-    assert made.leaks == [] and out.is_dir()
-    assert out.stat().st_mode & 0o777 == 0o755  # readable by whoever it is handed to
+def bundle(released_bundle, tmp_path_factory) -> Path:
+    """The session's bundle, copied: this module's students install into it."""
+    assert released_bundle.stat().st_mode & 0o777 == 0o755  # readable by whoever it is handed to
+    out = tmp_path_factory.mktemp("student") / "autodiff"
+    shutil.copytree(released_bundle, out)
     return out
 
 
@@ -289,10 +289,17 @@ def test_the_fresh_environment_cannot_reach_the_kit(student, bundle):
     assert no_torch  # the requirements hold none: a student's run reads the shipped answers
 
 
+def counts_line(output: str) -> str:
+    """pytest's last line of counts (`=== 3 failed, 5 passed in 1.2s ===`)."""
+    found = [line for line in output.splitlines() if re.match(r"^=+ .*\d+ \w+.* in [\d.]+s", line)]
+    assert found, output[-2000:]
+    return found[-1]
+
+
 def failure_messages(output: str) -> list[tuple[str, str]]:
     """pytest's FAILURES section: each failed test's name and first line."""
     found, name = [], None
-    for line in output.split("= FAILURES =", 1)[-1].split("= score =", 1)[0].splitlines():
+    for line in output.split("= FAILURES =", 1)[-1].split(" short test summary info ", 1)[0].splitlines():
         header = re.match(r"^_{3,} (\S+) _{3,}$", line)
         if header:
             name = header.group(1)
@@ -319,14 +326,40 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
     assert (float(score.group(1)), float(score.group(2))) == (expected.score, expected.max_score)
     # per task: every failure is a missing function, named, with its hint
     messages = failure_messages(output)
-    failed = re.search(r"(\d+) failed", output.splitlines()[-1])
-    assert failed and len(messages) == int(failed.group(1)), output.splitlines()[-1]
+    counts = counts_line(done.stdout)
+    failed = re.search(r"(\d+) failed", counts)
+    assert failed and len(messages) == int(failed.group(1)), done.stdout[-2000:]
     assert len(messages) >= sum(not r.passed for r in expected.results)  # and ungraded searches
     assert all(m.startswith("not implemented yet: ") for _, m in messages), messages
     for name in ("Value.__mul__._backward", "Value.backward", "EWiseMul.gradient", "find_topo_sort"):
         assert any(name in m for _, m in messages), name
     for assignment in NAMES:
         assert re.search(rf"^  {assignment} / forward +\d+/\d+ +tests", output, re.M)
+    # the run ends with its score: after pytest's short test summary and its counts
+    lines = done.stdout.rstrip().splitlines()
+    assert lines[-1].startswith("Score: ")
+    summary, section = done.stdout.index(" short test summary info "), done.stdout.index(" score ")
+    assert summary < done.stdout.index(counts) < section
+
+
+def test_the_readmes_counts_are_what_pytest_collects(student, bundle):
+    readme = (bundle / "README.md").read_text()
+    tasks = readme.split("## Tasks", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in tasks.splitlines() if re.match(r"^\| \w+ \| ", line)]
+    listed = sum(int(row[4]) for row in rows)
+    collected = student_pytest(student, bundle, "--collect-only", "-q")
+    assert collected.returncode == 0, collected.stdout[-2000:]
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert listed == len(ids) and f"`python -m pytest` runs {len(ids)} tests" in tasks
+
+
+def test_pytest_inside_a_package_says_where_to_run_it(student, bundle):
+    done = subprocess.run(
+        ["python", "-m", "pytest"], cwd=bundle / "micrograd", env=student.env, capture_output=True, text=True
+    )
+    assert done.returncode == 4  # pytest's usage error
+    (line,) = (done.stdout + done.stderr).strip().splitlines()
+    assert f"run pytest in {bundle}" in line and "cd .. && python -m pytest" in line
 
 
 def student_pytest(student: StudentEnv, repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -356,8 +389,8 @@ def test_a_students_run_needs_no_torch(student, bundle, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     total = sum(c.points for c in public_cases())
     assert re.search(rf"^Score: {total:g}/{total:g} points\b", done.stdout, re.M)
-    last = done.stdout.strip().splitlines()[-1]
-    assert "skipped" not in last and "failed" not in last, last  # every search's program was answered
+    counts = counts_line(done.stdout)
+    assert "skipped" not in counts and "failed" not in counts, counts  # every search's program was answered
 
 
 def test_a_changed_test_without_torch_is_skipped_saying_why(student, bundle, tmp_path):
