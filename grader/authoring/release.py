@@ -15,7 +15,7 @@ edits the packages at its root, and the repository itself is a submission direct
                              gradients, the tape a diagnosis reads) and those of the programs
                              the random-program searches try, stamped with each suite file's
                              digest (`grader.verdict.oracle`): a student's run needs no torch
-    docs/contract.md         the submission contract
+    docs/students.md         the students' page: running the tests, the submission contract
     requirements.txt         every third-party module those files import, pinned to the
                              version this kit runs (numpy==..., ...), and pytest-timeout; not
                              torch, which only a changed test needs
@@ -401,7 +401,7 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     suites = _files(dest / "tests")
     modules = third_party([*shipped, *suites], ["grader", *names])
     (dest / "docs").mkdir()
-    shutil.copyfile(repo / "docs" / "contract.md", dest / "docs" / "contract.md")
+    shutil.copyfile(repo / "docs" / "students.md", dest / "docs" / "students.md")
     header = "# The versions the tests were made with (written by `python -m grader release`).\n"
     required = pins(modules - OPTIONAL, repo / "pyproject.toml") + plugin_pins(PLUGINS)
     (dest / "requirements.txt").write_text(header + "\n".join(sorted(required, key=str.lower)) + "\n")
@@ -435,7 +435,7 @@ def release(
     out = Path(out).resolve()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty directory")
-    for needed in ("student_template", "tests/public", "reference", "docs/contract.md"):
+    for needed in ("student_template", "tests/public", "reference", "docs/students.md"):
         if not (repo / needed).exists():
             raise ReleaseError(f"releasing needs the kit's checkout: {repo / needed} is missing")
     known = sorted(p.name for p in (repo / "tests" / "public").iterdir() if p.is_dir())

@@ -212,7 +212,9 @@ def _q(x: Quantity | None) -> str:
 def _expected_got(e: Quantity | None, a: Quantity | None) -> str:
     """`expected X, got Y`, with the gap when both print the same (1 and 0.9999996)."""
     te, ta = _q(e), _q(a)
-    if te == ta and e is not None and a is not None and e.shape == a.shape:
+    if e is not None and a is not None and e.dtype != a.dtype and e.dtype != "float64":
+        te, ta = f"{te} ({e.dtype})", f"{ta} ({a.dtype})"
+    elif te == ta and e is not None and a is not None and e.shape == a.shape:
         ta += f" (off by {float(abs(e.array() - a.array()).max()):.2g})"
     return f"expected {te}, got {ta}"
 

@@ -8,21 +8,20 @@ from tests.harness.bugs import Bug
 AUTOGRAD = "needle/autograd.py"
 
 ITERATIVE_TOPO = """\
-    visited = set()
-    topo_order = []
+    topo_order, visited = [], set()
     for root in node_list:
         if root in visited:
             continue
         visited.add(root)
         stack = [(root, iter(root.inputs))]
         while stack:
-            node, remaining_inputs = stack[-1]
-            for inp in remaining_inputs:
-                if inp not in visited:
+            node, inputs = stack[-1]
+            for inp in inputs:
+                if inp not in visited:  # go down into the first input not visited yet
                     visited.add(inp)
                     stack.append((inp, iter(inp.inputs)))
                     break
-            else:  # all inputs done: the node comes after them
+            else:  # every input is placed: the node comes after them
                 stack.pop()
                 topo_order.append(node)
     return topo_order
@@ -84,6 +83,7 @@ BUGS = [
             "test_summation::summation_axes[tuple-two]",
         ],
         says=("Summation", "a gradient must have its input's shape"),
+        slip=("broadcast it back",),
     ),
     Bug(
         "summation-first-axis-only",
@@ -119,6 +119,7 @@ BUGS = [
             "test_matmul::matmul[broadcast-lhs]",
         ],
         says=("MatMul", "a gradient must have its input's shape"),
+        slip=("sum it over",),
     ),
     Bug(
         "adjoints-overwritten",
@@ -348,5 +349,40 @@ BUGS = [
         caught_by=["test_topo::topo_diamond", "test_hidden_graph::hidden_topo_wide"],
         says=("the contract",),
         slip=("inputs in order",),
+    ),
+    Bug(
+        "output-grad-unset",
+        "backward computes every gradient right but leaves the output's own grad unset",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        total = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if node is not output_tensor:\n"
+                "            node.grad = total\n",
+            ),
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(total, node)",
+            ),
+        ],
+        caught_by=["test_composite::output_gradient"],
+        says=("y.grad",),
+        slip=("own gradient",),
+    ),
+    Bug(
+        "relu-mask-float64",
+        "ReLU's gradient multiplies by a float64 mask: right numbers, float64 for a float32 input",
+        [
+            (
+                OPS,
+                "        mask = Tensor(a > 0, dtype=a.dtype, requires_grad=False)",
+                '        mask = Tensor(a > 0, dtype="float64", requires_grad=False)',
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient_float32[ReLU]"],
+        says=("ReLU",),
+        slip=("keeps its input's dtype",),
     ),
 ]
