@@ -383,7 +383,12 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
 def test_the_readmes_counts_are_what_pytest_collects(student, bundle):
     readme = (bundle / "README.md").read_text()
     tasks = readme.split("## Tasks", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|") for line in tasks.splitlines() if re.match(r"^\| \w+ \| ", line)]
+    rows = [
+        line.split("|")
+        for line in tasks.splitlines()
+        if re.match(r"^\| \w+ \| .* \| \d+ \| [\d.]+ \|$", line)
+    ]
+    assert len(rows) > len(NAMES)
     listed = sum(int(row[4]) for row in rows)
     collected = student_pytest(student, bundle, "--collect-only", "-q")
     assert collected.returncode == 0, collected.stdout[-2000:]
