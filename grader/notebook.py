@@ -1,12 +1,14 @@
 """Grade the classes a notebook defines: what the nbgrader course's test cells call.
 
-    points = grade_topic("micrograd", "ops", "public", globals())
+    grade_cell("micrograd", "ops", globals())
 
-runs the topic's cases of one suite on the engine the notebook's cells built (every cell
-shares one namespace, so the namespace stands for each of the package's modules), compares
-them with PyTorch's runs, prints the same diagnostics as pytest and `python -m grader grade`
-(the verdict's message) and returns the points earned. nbgrader takes a test cell's last
-expression, a number, as the cell's partial credit.
+runs the topic's public cases, and its hidden ones too when nbgrader autogrades (nbgrader
+sets NBGRADER_EXECUTION), on the engine the notebook's cells built (every cell shares one
+namespace, so the namespace stands for each of the package's modules), compares them with
+PyTorch's runs, prints the same diagnostics as pytest and `python -m grader grade` (the
+verdict's message) and returns the points earned. nbgrader takes a test cell's last
+expression, a number, as the cell's partial credit. The call is the cell's whole source, the
+same in every copy of the notebook, so nbgrader's checksum of the cell never changes.
 
 Everything goes to stdout, never to stderr: nbgrader gives no credit to a cell that wrote
 to stderr, so the student's own output and warnings are captured while a case runs. A case
@@ -17,7 +19,10 @@ CPU budget instead, as in the sandbox; a loop that a signal cannot stop is left 
 nbgrader's cell timeout.
 
 The hidden suite's report is framed by `grader.report.cell`'s HIDDEN_BEGIN and HIDDEN_END
-lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
+lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down
+to its points. What a cell prints is `grader.report.cell.printed` of its results: the fast
+path into a course (`grade-class --nbgrader`) writes the same text into the autograded
+notebook.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from grader.case.inprocess import InProcessEngine
 from grader.case.limits import SHORT_TIMEOUT, SLOWER, TimePolicy
 from grader.case.run import Run
 from grader.pipeline import SUITES_DIR, verdict
-from grader.report.cell import cell_text, hidden_text
+from grader.report.cell import printed
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
 from grader.verdict.compare import compare
@@ -50,6 +55,8 @@ LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": (
 ENTRY = {"micrograd": "Value", "needle": "Tensor"}
 SUITES_ENV = "GRADER_SUITES"
 TIMEOUT_ENV = "GRADER_CASE_TIMEOUT"
+#: set by nbgrader in the kernels it runs: "autograde" when grading, "validate" when validating
+EXECUTION_ENV = "NBGRADER_EXECUTION"
 
 
 def suites_dir() -> Path:
@@ -260,6 +267,11 @@ def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
         print(f"backward() raised {message}; the picture shows the gradients as they are")
 
 
+def autograding() -> bool:
+    """Whether nbgrader runs this kernel to autograde (the hidden cases run then)."""
+    return os.environ.get(EXECUTION_ENV) == "autograde"
+
+
 def grade_topic(
     assignment: str,
     name: str,
@@ -270,14 +282,31 @@ def grade_topic(
     without: tuple[str, ...] = (),
 ) -> float:
     """Run one topic's cases of one suite on the notebook's engine; print the diagnostics
-    to stdout; return the points earned (a test cell's last expression). A notebook made
-    for a scope passes it on: cases that need anything in `without` are not run, and each
-    case is worth `scale` times its points."""
+    to stdout; return the points earned. A notebook made for a scope passes it on: cases that
+    need anything in `without` are not run, and each case is worth `scale` times its points."""
     root = suites_dir()
-    chosen = in_scope(topic(assignment, name, root), lambda c: runner().needs(c, root), scale, without)
-    cases = chosen.cases(suite)
+    cases = _scoped(assignment, name, root, scale, without).cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
-    title = f"{name} ({suite})"
-    print(hidden_text(results, title) if suite == "hidden" else cell_text(results, title))
+    print(printed(results, name, suite))
     return sum(r.points for r in results)
+
+
+def _scoped(assignment: str, name: str, root: Path, scale: float, without: tuple[str, ...]) -> Topic:
+    return in_scope(topic(assignment, name, root), lambda c: runner().needs(c, root), scale, without)
+
+
+def grade_cell(
+    assignment: str,
+    name: str,
+    namespace: dict[str, Any],
+    *,
+    scale: float = 1.0,
+    without: tuple[str, ...] = (),
+) -> float:
+    """A test cell: the topic's public cases, then, when nbgrader autogrades and the topic has
+    hidden cases, its hidden ones; returns the points earned (the cell's last expression)."""
+    earned = grade_topic(assignment, name, "public", namespace, scale=scale, without=without)
+    if autograding() and _scoped(assignment, name, suites_dir(), scale, without).hidden:
+        earned += grade_topic(assignment, name, "hidden", namespace, scale=scale, without=without)
+    return float(earned)

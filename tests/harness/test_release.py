@@ -175,7 +175,9 @@ def test_a_renamed_solution_fails_the_release(kit_copy, tmp_path, capsys, monkey
     planted.write_text(planted.read_text() + "\n\n" + walk + "\n")
     made = release(tmp_path / "out", repo=kit_copy)
     assert [(leak.path, leak.kind) for leak in made.leaks] == [("grader/case/define.py", "solution shape")]
-    assert "find_topo_sort" in str(made.leaks[0]) and not (tmp_path / "out").exists()
+    # both engines sort with one idiom: the walk has the shape of either's solution
+    assert re.search(r"\((find_topo_sort|backward)\)", str(made.leaks[0])), made.leaks[0]
+    assert not (tmp_path / "out").exists()
     # the command's error: one line naming the file, then the count
     monkeypatch.setattr(module, "release", functools.partial(release, repo=kit_copy))
     assert cli(["release", str(tmp_path / "out")]) == 1
