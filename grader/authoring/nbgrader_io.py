@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -220,20 +221,42 @@ def import_nbgrader_meanwhile() -> None:
     threading.Thread(target=quietly, name="import nbgrader", daemon=True).start()
 
 
-def write_class_grades(course: str | Path, assignment: str, results: dict[str, Iterable[CaseResult]]) -> None:
-    """`write_grades` for many students (student -> results), in one gradebook session and
-    one commit."""
-    import_nbgrader()
-    from nbgrader.api import Gradebook
+def submitted_at(folder: Path) -> tuple[datetime | None, str | None]:
+    """When the submission in `folder` was handed in, as nbgrader reads its `timestamp.txt`
+    (None: no file), and what is wrong with the file, if anything. nbgrader's `autograde`
+    stops on a timestamp it cannot read; here that one student is graded as if handed in
+    with no timestamp (never late), and the reason is given to print."""
     from nbgrader.utils import parse_utc
 
+    path = folder / "timestamp.txt"
+    if not path.is_file():
+        return None, None
+    text = path.read_text(errors="replace").strip()
+    try:
+        return parse_utc(text), None
+    except (ValueError, OverflowError):  # dateutil's ParserError is a ValueError
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        return None, f"{path}: {shown!r} is not a date: graded with no submission time"
+
+
+def write_class_grades(
+    course: str | Path, assignment: str, results: dict[str, Iterable[CaseResult]]
+) -> list[str]:
+    """`write_grades` for many students (student -> results), in one gradebook session and
+    one commit. Returns what was wrong on the way (a timestamp that is not a date: see
+    `submitted_at`), one line each."""
+    import_nbgrader()
+    from nbgrader.api import Gradebook
+
     course = Path(course)
+    problems: dict[str, str] = {}
     outputs = {student: cell_outputs(found, assignment) for student, found in results.items()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student, cells in outputs.items():
             submitted = course / "submitted" / student / assignment
-            stamp = submitted / "timestamp.txt"
-            timestamp = parse_utc(stamp.read_text().strip()) if stamp.is_file() else None
+            timestamp, problem = submitted_at(submitted)
+            if problem:
+                problems[student] = problem
             try:
                 present = set(_cells_by_id(read_cells(submitted / f"{assignment}.ipynb")))
             except NotebookError:
@@ -254,9 +277,11 @@ def write_class_grades(course: str | Path, assignment: str, results: dict[str, I
         autograded = course / "autograded" / student / assignment
         autograded.mkdir(parents=True, exist_ok=True)
         for path in submitted.iterdir():
-            if path.is_file():
+            # a timestamp nbgrader cannot read stays behind: its other commands would stop on it
+            if path.is_file() and not (path.name == "timestamp.txt" and student in problems):
                 shutil.copy2(path, autograded / path.name)
         notebook = autograded / f"{assignment}.ipynb"
         with contextlib.suppress(NotebookError, OSError):  # unreadable: left as handed in
             made = autograded_notebook(submitted / notebook.name, source, cells)
             notebook.write_text(json.dumps(made, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return list(problems.values())

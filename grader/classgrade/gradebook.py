@@ -155,6 +155,11 @@ class Gradebook:
             raise KeyError(student)
         return dict(zip(SUBMISSION_COLUMNS.split(", "), row, strict=True))
 
+    def stamps(self) -> dict[str, tuple[str | None, str]]:
+        """Student -> (when it was handed in, if known; when it was graded)."""
+        rows = self.db.execute("SELECT student, timestamp, graded_at FROM submissions")
+        return {student: (timestamp, graded_at) for student, timestamp, graded_at in rows}
+
     def report(self, student: str) -> Report:
         """The student's report, as the report model (every export renders this)."""
         info = self.info(student)

@@ -16,9 +16,10 @@ from grader.options import UserError
 from grader.report.model import Report
 
 
-def write_course_grades(course: Path, assignment: str, reports: dict[str, Report]) -> int:
+def write_course_grades(course: Path, assignment: str, reports: dict[str, Report]) -> tuple[int, list[str]]:
     """Every student of the class gradebook (`reports`, read from it) who submitted
-    `assignment`; returns how many. A course whose gradebook does not know the assignment's
+    `assignment`; returns how many, and what was wrong on the way (one line each: a
+    timestamp that is not a date). A course whose gradebook does not know the assignment's
     grade cells (nbgrader's `MissingEntry`, or no gradebook tables at all) is the user's
     mistake, said in one line."""
     from grader.authoring.nbgrader_io import import_nbgrader, write_class_grades
@@ -33,11 +34,11 @@ def write_course_grades(course: Path, assignment: str, reports: dict[str, Report
         if (course / "submitted" / student / assignment / f"{assignment}.ipynb").is_file()
     }
     try:
-        write_class_grades(course, assignment, results)
+        problems = write_class_grades(course, assignment, results)
     except (MissingEntry, OperationalError) as exc:
         reason = " ".join(str(exc).split())[:300]  # SQLAlchemy's message spans lines
         raise UserError(
             f"{course / 'gradebook.db'} does not know {assignment}'s grade cells: run "
             f"`nbgrader generate_assignment {assignment}` in {course} first ({reason})"
         ) from None
-    return len(results)
+    return len(results), problems

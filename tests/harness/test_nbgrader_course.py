@@ -8,7 +8,9 @@ Takes a few minutes (most of it one kernel per submission).
 
 from __future__ import annotations
 
+import csv
 import html as html_module
+import json
 import re
 import shutil
 import warnings
@@ -225,6 +227,48 @@ def test_fast_path_exports_like_autograde(course, fast):
         shown = formgrader_view(course, assignment)
         exported = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
         assert shown == {student: (True, exported[student]) for student, a in reports if a == assignment}
+    # the class exports keep both assignments, each graded by its own run into the same folder
+    out = course / "classgrade"
+    with (out / "grades.csv").open() as fh:
+        ours = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(fh)}
+    theirs = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}  # a row for all
+    deleted = sum(r.points for r in reports["deleted", "micrograd"].results if r.topic == "ops")
+    ours["deleted", "micrograd"] -= deleted  # the class engine graded the code; nbgrader lost the cell
+    assert set(ours) == set(reports) and ours == pytest.approx({key: theirs[key] for key in ours})
+    with (out / "cases.csv").open() as fh:
+        cases = {(r["student_id"], r["assignment"]) for r in csv.DictReader(fh)}
+    assert cases == set(reports)
+    both = json.loads((out / "results" / "correct" / "results.json").read_text())
+    assert both["score"] == sum(reports["correct", a].score for a in ("micrograd", "needle"))
+    page = (out / "pages" / "students" / "correct.html").read_text()
+    assert "micrograd" in page and "needle" in page
+    assert {p.stem for p in (out / "pages" / "students").glob("*.html")} == {s for s, _ in reports}
+
+
+def test_a_timestamp_that_is_not_a_date_costs_nothing_and_is_said(course, tmp_path):
+    """nbgrader's autograde stops on a timestamp.txt it cannot read; the fast path grades
+    that student with no submission time, says which file, and grades the others as usual."""
+    from nbgrader.api import Gradebook
+
+    course, env, _, _ = course
+    mine = tmp_path / "course"
+    shutil.copytree(course, mine, ignore=shutil.ignore_patterns("classgrade"))
+    folder = course / "submitted" / "correct" / "micrograd"
+    submit(mine, "garbled", "micrograd", filled(mine, "micrograd"))
+    (mine / "submitted" / "garbled" / "micrograd" / "timestamp.txt").write_text("handed in on Tuesday-ish")
+    done = fast_path(mine, "micrograd", "--jobs", "1", "--only-cases", "micrograd/test_ops::*", env=env)
+    assert "Traceback" not in done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert "garbled" in said and "timestamp.txt" in said and "is not a date" in said, done.stdout
+    with Gradebook(f"sqlite:///{mine / 'gradebook.db'}") as gb:
+        assert gb.find_submission("micrograd", "garbled").timestamp is None
+        ops = [gb.find_grade("test_ops", "micrograd", "micrograd", s).score for s in ("garbled", "correct")]
+        assert ops[0] == ops[1] > 0
+        assert gb.find_submission("micrograd", "correct").timestamp is not None
+    assert not (mine / "autograded" / "garbled" / "micrograd" / "timestamp.txt").exists()
+    assert (mine / "autograded" / "correct" / "micrograd" / "timestamp.txt").read_text() == (
+        folder / "timestamp.txt"
+    ).read_text()
 
 
 def shown_outputs(html: str) -> dict[str, str]:

@@ -7,10 +7,12 @@ A case sees `lib.value(x)`, Python operators and the methods of `Node`, `lib.bac
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable
 from typing import Any
 
-from grader.case.backend import Backend
+from grader.case.backend import OPERATORS, Backend
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef, Step
 
@@ -121,6 +123,23 @@ class ScalarBackend(Backend):
         runs it before the cases to learn, in a moment, whether backward() returns."""
         a = self.value(2.0, "a")
         self.backward(a * 3.0 + a)
+
+    def rule_probes(self) -> dict[str, Callable[[], object]]:
+        """Each op's gradient rule run alone on the tiniest input, by op, and backward() through
+        the tiniest MLP (its neurons apply rules of their own choosing): the grader runs them
+        beside `probe_backward` to learn, in a moment, which never return."""
+        x, y = _Leaf(0, 1.5), _Leaf(1, 2.0)
+        binary = {op for op in OPERATORS if op not in ("neg", "matmul")}
+
+        def args(op: str) -> list[Any]:
+            return [x, 2.0] if op == "pow" else [x, y] if op in binary else [x]
+
+        def mlp() -> None:
+            model = self.mlp(2, [2, 1], seed=0)
+            self.backward(model([self.value(0.5), self.value(-1.5)]))
+
+        probes = {op: functools.partial(self.probe, op, args(op)) for op in OPS if op != "detach"}
+        return {**probes, "mlp": mlp}
 
     def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
         """Run only `out`'s own gradient rule, with `out.grad = out_grad`.

@@ -8,21 +8,20 @@ from tests.harness.bugs import Bug
 AUTOGRAD = "needle/autograd.py"
 
 ITERATIVE_TOPO = """\
-    visited = set()
-    topo_order = []
+    topo_order, visited = [], set()
     for root in node_list:
         if root in visited:
             continue
         visited.add(root)
         stack = [(root, iter(root.inputs))]
         while stack:
-            node, remaining_inputs = stack[-1]
-            for inp in remaining_inputs:
-                if inp not in visited:
+            node, inputs = stack[-1]
+            for inp in inputs:
+                if inp not in visited:  # go down into the first input not visited yet
                     visited.add(inp)
                     stack.append((inp, iter(inp.inputs)))
                     break
-            else:  # all inputs done: the node comes after them
+            else:  # every input is placed: the node comes after them
                 stack.pop()
                 topo_order.append(node)
     return topo_order
