@@ -43,7 +43,8 @@ def test_a_sibling_imported_by_its_bare_name_is_the_same_module(tmp_path):
         root = tmp_path / name
         shutil.copytree(REPO / "reference" / "micrograd", root / "micrograd")
         nn = root / "micrograd" / "nn.py"
-        nn.write_text(nn.read_text().replace("from micrograd.engine import Value", "from engine import Value"))
+        bare = nn.read_text().replace("from micrograd.engine import Value", "from engine import Value")
+        nn.write_text(bare)
         assert "from engine import Value" in nn.read_text()
         (root / "micrograd" / "engine.py").write_text(
             (REPO / "reference" / "micrograd" / "engine.py").read_text() + f"\nWHO = {name!r}\n"
