@@ -119,8 +119,6 @@ class SandboxRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: how workers are isolated, when the caller has found out already (None: find out)
     isolation: str | None = None
-    #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
-    servers: dict | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -136,7 +134,6 @@ class SandboxRunner:
             user=self.user,
             expected=self.expected,
             isolation=self.isolation,
-            servers=self.servers,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
