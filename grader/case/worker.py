@@ -142,7 +142,8 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
     channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
     if job.get("probe"):
-        channel.send({"kind": "probe", "hung": probe(assignment, modules, job["probe"])})
+        hung, rules = probe(assignment, modules, job["probe"])
+        channel.send({"kind": "probe", "hung": hung, "rules": rules})
         channel.wait()
     budgets = job.get("cpu") or {}
     for case_id in ids:

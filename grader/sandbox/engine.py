@@ -116,10 +116,14 @@ class SandboxEngine:
         isolation: str | None = None,
         user: str | None = None,
         expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None,
+        needs: Callable[[Case], Iterable[str]] | None = None,
     ) -> None:
         """`user` (the grader must be root): workers run as this unprivileged user.
         `expected`: a case id's expected results, so that only a case whose results are
-        wrong has its tape sent (None: every case that ran to its end sends it)."""
+        wrong has its tape sent (None: every case that ran to its end sends it). `needs`: the
+        ops a case uses (by PyTorch's run), so that a case that uses an op whose rule hung on
+        the probe gets a short CPU budget (None: only a hung backward() gives one)."""
+        self.needs = needs
         self.expected = expected
         #: (uid, gid) the workers become before any student code runs, or None
         self.user = resolve_user(user)
@@ -206,7 +210,7 @@ class SandboxEngine:
                 "ids": [c.id for c in remaining],
                 "timeouts": {c.id: self._timeout(c) for c in remaining},
                 "probe": self.policy.probing(assignment),
-                "cpu": {c.id: self._cpu(c) for c in remaining} if self.policy.hung.get(assignment) else {},
+                "cpu": {c.id: cpu for c in remaining if (cpu := self._cpu(c))},
                 "load_timeout": self.limits.timeout,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
@@ -225,10 +229,15 @@ class SandboxEngine:
 
     def _timeout(self, case: Case) -> float:
         given = self.timeouts.get(case.id, self.limits.timeout)
-        return self.policy.seconds(case.assignment, self.yardstick.get(case.id, 0.0), given)
+        return self.policy.seconds(
+            case.assignment, self.yardstick.get(case.id, 0.0), given, self._needs(case)
+        )
 
     def _cpu(self, case: Case) -> float:
-        return self.policy.cpu(case.assignment, self.yardstick.get(case.id, 0.0)) or 0.0
+        return self.policy.cpu(case.assignment, self.yardstick.get(case.id, 0.0), self._needs(case)) or 0.0
+
+    def _needs(self, case: Case) -> list[str]:
+        return list(self.needs(case)) if self.needs is not None else []
 
     def _probe(self, worker: WorkerProcess, assignment: str, cases: list[Case], runs: dict[str, Run]) -> bool:
         """Wait for the probe's answer. True: go on with these cases on this worker; False:
@@ -248,20 +257,25 @@ class SandboxEngine:
         if answer.get("kind") != "probe":  # out of step: start afresh, without a probe
             self.policy.hung[assignment] = False
             return False
-        self.policy.hung[assignment] = answer.get("hung") is True
-        return not self.policy.hung[assignment]
+        rules = answer.get("rules")
+        rules = [r for r in rules if isinstance(r, str)] if isinstance(rules, list) else []
+        self.policy.probed(assignment, (answer.get("hung") is True, rules))
+        return not any(self._cpu(case) for case in cases)  # else a worker that enforces budgets
 
     def _timed_out(self, case: Case, run: Run) -> Run:
         """A case the worker ended when its CPU budget ran out: a timeout, saying where."""
         location = run.failure.where if run.failure is not None else None
-        return Run(fault=self.policy.out_of_budget(self._cpu(case), location), seconds=run.seconds)
+        fault = self.policy.out_of_budget(self._cpu(case), location, case.assignment, self._needs(case))
+        return Run(fault=fault, seconds=run.seconds)
 
     def _deadline(self, seconds: float) -> tuple[float, bool]:
         """When to give up waiting, and whether it is the budget (not the timeout) that ends it."""
         mine = time.monotonic() + seconds
         return min(mine, self.budget.deadline), self.budget.deadline < mine
 
-    def _wait(self, worker: WorkerProcess, seconds: float, work: Path | None = None) -> dict:
+    def _wait(
+        self, worker: WorkerProcess, seconds: float, work: Path | None = None, case: Case | None = None
+    ) -> dict:
         """The worker's next message. On a timeout, with `work`, say where it was stuck."""
         deadline, by_budget = self._deadline(seconds)
         try:
@@ -271,10 +285,13 @@ class SandboxEngine:
                 raise BudgetExhausted(f"grading budget exhausted ({self.budget.seconds:g} s)") from None
             if work is None:
                 raise Fault(f"timed out after {seconds:.3g} s") from None
-            raise Fault(self._hung(worker, seconds, work)) from None
+            raise Fault(self._hung(worker, seconds, work, case)) from None
 
-    def _hung(self, worker: WorkerProcess, seconds: float, work: Path) -> str:
-        return self.policy.timed_out(seconds, hang.where(worker.read_noise(), work))
+    def _hung(self, worker: WorkerProcess, seconds: float, work: Path, case: Case | None) -> str:
+        """A timeout's message; a case with a CPU budget (this was its backstop) is no hang
+        that the cut-off counts."""
+        budgeted = case is not None and bool(self._cpu(case))
+        return self.policy.timed_out(seconds, hang.where(worker.read_noise(), work), count=not budgeted)
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
@@ -328,11 +345,11 @@ class SandboxEngine:
         for i, case in enumerate(cases):
             started = time.monotonic()
             try:
-                answer = self._wait(worker, self._timeout(case), work)
+                answer = self._wait(worker, self._timeout(case), work, case)
                 run = parse_run(answer, case.id)
                 if answer["tape"] is None and self._wants_tape(case, run):
                     worker.ask_tape()
-                    run.tape = parse_tape(self._wait(worker, self._timeout(case), work), case.id)
+                    run.tape = parse_tape(self._wait(worker, self._timeout(case), work, case), case.id)
                 run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
                 reason = (
