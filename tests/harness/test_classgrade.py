@@ -42,7 +42,6 @@ from grader.classgrade.runner import cpu_count
 from grader.pipeline import SUITES_DIR, Request, grade_submission, missing_assignments
 from grader.report.model import Status
 from grader.sandbox import Limits
-from grader.verdict.oracle import Oracle
 from tests.harness.classroom import SLOW, kind_of, make_class
 from tests.harness.grading import grade
 from tests.harness.processes import grandchildren_in_group, process_group, wait_for
@@ -79,11 +78,6 @@ REQUEST = Request(limits=LIMITS, keep=lambda case: case.id in LEAN)
 
 def verdicts(report) -> list[tuple[str, str, float]]:
     return [(r.id, str(r.status), r.points) for r in report.results]
-
-
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    return Oracle(tmp_path_factory.getbasetemp() / "class-oracle-cache")
 
 
 @pytest.fixture(scope="module")

@@ -39,10 +39,8 @@ FAST = Limits(timeout=2.0, budget=60.0, memory=1024)
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    """One disk cache for the session's sandbox tests: PyTorch runs each case once."""
-    cache = tmp_path_factory.getbasetemp() / "sandbox-oracle-cache"
-    oracle = Oracle(cache)
+def oracle(oracle):
+    """The run's oracle, with the small suites' runs at hand."""
     oracle.prepare(collect(SMALL, ["micrograd"], ["public", "hidden"]), SMALL)
     return oracle
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from grader.case.define import collect
-from grader.verdict.oracle import Oracle
 from tests.harness.processes import processes_mentioning, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,8 +29,8 @@ MARGIN = 10.0  # seconds for killing the worker and removing its directory
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    oracle = Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
+def oracle(oracle):
+    """The run's oracle, with the small suite's runs at hand."""
     oracle.prepare(collect(SMALL, ["micrograd"], ["public"]), SMALL)
     return oracle
 

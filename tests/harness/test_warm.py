@@ -68,11 +68,6 @@ def verdicts(report) -> list[tuple[str, str, float]]:
     return [(r.id, str(r.status), r.points) for r in report.results]
 
 
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    return Oracle(tmp_path_factory.getbasetemp() / "warm-oracle-cache")
-
-
 def _grade(root: Path, oracle: Oracle, book_path: Path, warm: bool, jobs: int = 2):
     subs = discover(root, book_path.parent / f"work-{book_path.stem}")
     with Gradebook(book_path) as book:
