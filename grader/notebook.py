@@ -16,8 +16,8 @@ backward() that does not return on the sandbox's tiny probe graph gives each cas
 CPU budget instead, as in the sandbox; a loop that a signal cannot stop is left to
 nbgrader's cell timeout.
 
-The hidden suite's report is framed by HIDDEN_BEGIN and HIDDEN_END lines, so that the
-feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
+The hidden suite's report is framed by `grader.report.cell`'s HIDDEN_BEGIN and HIDDEN_END
+lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from typing import Any
 
 from grader import assignments
 from grader.case.define import Case, collect
-from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, describe, wall_limit
-from grader.case.run import Run, function_name, run_case
-from grader.case.worker import Bounded, probe, settle_garbage
-from grader.pipeline import SLOWER, SUITES_DIR, verdict
+from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, wall_limit
+from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, SLOWER, TimePolicy, probe, settle_garbage
+from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.pipeline import SUITES_DIR, verdict
+from grader.report.cell import cell_text, hidden_text
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
-from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, REPEATS, SHORT_TIMEOUT, suspect_cpu
 from grader.verdict.oracle import Oracle, oracle_from
 
 #: the package a submission hands in, and its modules, for each assignment
@@ -49,8 +49,6 @@ LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": (
 ENTRY = {"micrograd": "Value", "needle": "Tensor"}
 SUITES_ENV = "GRADER_SUITES"
 TIMEOUT_ENV = "GRADER_CASE_TIMEOUT"
-HIDDEN_BEGIN = "--- hidden cases ---"
-HIDDEN_END = "--- end of hidden cases:"
 
 
 def suites_dir() -> Path:
@@ -154,17 +152,6 @@ def code_roots(namespace: dict[str, Any]) -> list[Path]:
 # ---- running a case with a time limit ----
 
 
-def _where(exc: BaseException, roots: list[Path]) -> tuple[str, int, str] | None:
-    where = None
-    tb = exc.__traceback__
-    while tb is not None:
-        filename = Path(tb.tb_frame.f_code.co_filename)
-        if any(root in filename.parents for root in roots):
-            where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
-        tb = tb.tb_next
-    return where
-
-
 class Runner:
     """Runs cases on a notebook's engine the way `python -m grader grade` scores them."""
 
@@ -172,23 +159,25 @@ class Runner:
         self.oracle = oracle or oracle_from()
         self.limits = limits or Limits()
         self.prepared: set[tuple[str, str, Path]] = set()
-        self.hangs: dict[str, int] = {}
+        #: how long each case may run (`grader.case.limits`): probed afresh in each cell
+        self.policy = TimePolicy(self.limits.timeout)
         #: the class the hangs were counted on (a kernel outlives a student's fix)
         self.counted: weakref.ref[type] | None = None
 
     def timeout(self, case: Case) -> float:
         given = os.environ.get(TIMEOUT_ENV)
         base = float(given) if given else self.limits.timeout
-        seconds = max(base, SLOWER * self.oracle.seconds.get(case.id, 0.0))
-        if max(self.hangs.values(), default=0) >= REPEATS:
-            seconds = min(seconds, SHORT_TIMEOUT)
-        return seconds
+        yardstick = self.yardstick(case)
+        return self.policy.seconds(case.assignment, yardstick, max(base, yardstick))
+
+    def yardstick(self, case: Case) -> float:
+        return SLOWER * self.oracle.seconds.get(case.id, 0.0)
 
     def count_hangs_of(self, engine: Any) -> None:
         """Start the hang counts afresh for a new engine class: a student who fixed a hang and
         ran the class's cell again gets each case's full time limit back in the same kernel."""
         if self.counted is None or self.counted() is not engine:
-            self.hangs.clear()
+            self.policy.hangs.clear()
             try:
                 self.counted = weakref.ref(engine)
             except TypeError:  # not a class (the notebook named something else Value)
@@ -206,24 +195,21 @@ class Runner:
         self.expected(case, root)
         return self.oracle.needs(case)
 
-    def run(self, case: Case, modules: dict[str, Any], roots: list[Path], hung: bool = False) -> Run:
-        """One case, within its time limit; `hung`: backward() hung on the probe, so the case
-        gets the short CPU budget the sandbox gives it too."""
+    def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
+        """One case, within its time limit (the short CPU budget the sandbox gives it too,
+        once backward() hung on the probe)."""
         engine = assignments.get(case.assignment).engine
         seconds = self.timeout(case)
-        budget = suspect_cpu(SLOWER * self.oracle.seconds.get(case.id, 0.0)) if hung else None
+        budget = self.policy.cpu(case.assignment, self.yardstick(case))
         if budget is not None:
             settle_garbage()  # the case is not charged for freeing an earlier case's graph
         try:
             with cpu_budget(budget, wall=seconds) if budget is not None else wall_limit(seconds):
                 return run_case(case, engine(modules, trace=case.trace), roots)
         except CaseTimedOut as exc:
-            return Run(fault=OUT_OF_BUDGET.format(budget=budget, where=describe(_where(exc, roots))))
+            return Run(fault=self.policy.out_of_budget(budget, describe_exception(exc, roots).where))
         except WallTimeout as exc:
-            where = _where(exc, roots)
-            if where is not None:
-                self.hangs[where[2]] = self.hangs.get(where[2], 0) + 1
-            return Run(fault=f"timed out after {seconds:.3g} s{describe(where)}")
+            return Run(fault=self.policy.timed_out(seconds, describe_exception(exc, roots).where))
 
     def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
         """Each case's result. Before the first, as the sandbox does, backward() runs on a tiny
@@ -231,7 +217,7 @@ class Runner:
         backward() that never returns costs a cell about a second, not ten per case. Probed
         again in each cell: the student may have fixed the engine and run its cell again."""
         results = []
-        hung: dict[str, bool] = {}
+        self.policy.hung.clear()
         for case in cases:
             name = ENTRY[case.assignment]
             if name not in namespace:
@@ -240,9 +226,10 @@ class Runner:
                 continue
             self.count_hangs_of(namespace[name])
             modules = modules_from(case.assignment, namespace)
-            if case.assignment not in hung:
+            if self.policy.probing(case.assignment):
                 assignment = assignments.get(case.assignment)
-                hung[case.assignment] = probe(assignment, modules, PROBE_CPU, wall=SHORT_TIMEOUT)
+                hung = probe(assignment, modules, PROBE_CPU, wall=SHORT_TIMEOUT)
+                self.policy.hung[case.assignment] = hung
             buffer = Bounded()
             with (
                 contextlib.redirect_stdout(buffer),
@@ -250,7 +237,7 @@ class Runner:
                 warnings.catch_warnings(),
             ):
                 warnings.simplefilter("ignore")
-                actual = self.run(case, modules, code_roots(namespace), hung[case.assignment])
+                actual = self.run(case, modules, code_roots(namespace))
                 actual.output = buffer.getvalue()
                 failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
@@ -266,18 +253,6 @@ def runner() -> Runner:
     if _RUNNER is None:
         _RUNNER = Runner()
     return _RUNNER
-
-
-def report(results: list[CaseResult], title: str) -> str:
-    """The cell's output: a score line, then each failed case and its diagnostic."""
-    earned = sum(r.points for r in results)
-    total = sum(r.max_points for r in results)
-    lines = [f"{title}: {earned:g}/{total:g} points, {sum(r.passed for r in results)}/{len(results)} cases"]
-    for r in results:
-        if not r.passed:
-            lines.append(f"{str(r.status).upper()} {r.id} ({r.max_points:g} points)")
-            lines.extend("    " + line for line in r.message.splitlines())
-    return "\n".join(lines)
 
 
 def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
@@ -317,9 +292,6 @@ def grade_topic(
     cases = chosen.cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
-    earned = sum(r.points for r in results)
-    text = report(results, f"{name} ({suite})")
-    if suite == "hidden":
-        text = f"{HIDDEN_BEGIN}\n{text}\n{HIDDEN_END} {earned:g}/{sum(c.points for c in cases):g} points"
-    print(text)
-    return earned
+    title = f"{name} ({suite})"
+    print(hidden_text(results, title) if suite == "hidden" else cell_text(results, title))
+    return sum(r.points for r in results)

@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import Protocol
 
 from grader import assignments, intake
-from grader.case import hang
 from grader.case.define import Case, collect
 from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget
+from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, SLOWER, TimePolicy, probe, settle_garbage
 from grader.case.loading import SubmissionError, locate_assignment, running
 from grader.case.quantity import Quantity
-from grader.case.run import Run, describe_exception, run_case
-from grader.case.worker import Bounded, probe, settle_garbage
+from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
-from grader.sandbox.engine import OUT_OF_BUDGET, PROBE_CPU, SHORT_TIMEOUT, suspect_cpu
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
@@ -43,8 +41,6 @@ REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
 #: where the graded suites are when they are not in this checkout (an installed grader)
 SUITES_ENV = "GRADER_SUITES"
-#: a case may take this many times as long as the oracle took for it (a 10**5-node graph)
-SLOWER = 3.0
 #: the report's one note on isolation, by `SandboxEngine.isolation`
 ISOLATION = {
     "bubblewrap": (
@@ -94,16 +90,22 @@ class InProcessEngine:
         self.assignment = assignments.get(assignment)
         self.modules = self.assignment.load(directory)
         self.roots = [Path(directory).resolve()]
-        #: backward() did not return on the probe's tiny graph (see `probe`)
-        self.hung = False
+        #: how long each case may run (`grader.case.limits`)
+        self.policy = TimePolicy()
+
+    @property
+    def hung(self) -> bool:
+        """backward() did not return on the probe's tiny graph (see `probe`)."""
+        return self.policy.hung.get(self.assignment.name, False)
 
     def probe(self) -> bool:
         """Try backward() on the tiny graph the sandbox probes with. If it does not return,
         each later case gets the sandbox's short CPU budget: a backward() that never returns
         then fails each case in a hundredth of a second, saying where, rather than costing a
         student's pytest run a minute per test."""
-        self.hung = probe(self.assignment, self.modules, PROBE_CPU, wall=SHORT_TIMEOUT)
-        return self.hung
+        hung = probe(self.assignment, self.modules, PROBE_CPU, wall=SHORT_TIMEOUT)
+        self.policy.hung[self.assignment.name] = hung
+        return hung
 
     @property
     def notes(self) -> list[str]:
@@ -114,8 +116,8 @@ class InProcessEngine:
         """Run `case`; once the probe hung, within its short CPU budget (more for a case whose
         `yardstick`, SLOWER times PyTorch's time, is longer), as the sandbox runs it."""
         buffer = Bounded()
-        budget = suspect_cpu(yardstick) if self.hung else None
-        wall = max(Limits().timeout, yardstick)
+        budget = self.policy.cpu(self.assignment.name, yardstick)
+        wall = self.policy.seconds(self.assignment.name, yardstick)
         limit = cpu_budget(budget, wall=wall) if budget else contextlib.nullcontext()
         if budget:
             settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
@@ -124,12 +126,10 @@ class InProcessEngine:
             try:
                 with limit:
                     run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
-            except (CaseTimedOut, WallTimeout) as exc:
-                where = hang.describe(describe_exception(exc, self.roots).where)
-                fault = OUT_OF_BUDGET.format(budget=budget, where=where)
-                run = Run(
-                    fault=fault if isinstance(exc, CaseTimedOut) else f"timed out after {wall:.3g} s{where}"
-                )
+            except CaseTimedOut as exc:
+                run = Run(fault=self.policy.out_of_budget(budget, describe_exception(exc, self.roots).where))
+            except WallTimeout as exc:
+                run = Run(fault=self.policy.timed_out(wall, describe_exception(exc, self.roots).where))
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         return run
@@ -252,6 +252,7 @@ def verdict(
     ran = actual.failure is actual.fault is None and not actual.missing
     mismatches = compare(expected.results, actual.results) if ran else []
     status = status_of(actual, bool(mismatches))
+    diagnosis = None
     if status is Status.NOT_GRADED:
         message = not_graded_message(actual.missing)
     elif actual.fault is not None:
@@ -259,12 +260,11 @@ def verdict(
     elif status is Status.PASSED:
         message = ""
     else:
-        message = diagnose(expected, actual, mismatches, case.assignment)
-    graph, blamed = (
-        case_graph(expected, actual, case.assignment, message) if status is Status.FAILED else (None, "")
-    )
-    if actual.failure is not None and actual.failure.where:
-        blamed = actual.failure.where[2]  # the function that raised (or is not written yet)
+        diagnosis = diagnose(expected, actual, mismatches, case.assignment)
+        message = diagnosis.message
+    failed = status is Status.FAILED
+    graph = case_graph(expected, actual, case.assignment, diagnosis) if failed else None
+    blamed = diagnosis.blame if diagnosis is not None else ""
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,

@@ -29,9 +29,10 @@ import pytest
 
 from grader import intake
 from grader.case.define import Case
+from grader.case.limits import SLOWER
 from grader.case.loading import SubmissionError, locate_assignment, present_packages
 from grader.case.run import Run
-from grader.pipeline import SLOWER, SUITES_DIR, InProcessEngine, default_scopes, verdict
+from grader.pipeline import SUITES_DIR, InProcessEngine, default_scopes, verdict
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select

@@ -33,7 +33,8 @@ from rich.table import Table
 from grader.authoring import killing, leaks, mutants, template
 from grader.authoring.forward import ReachingRunner, solution_functions
 from grader.case.define import Case, collect
-from grader.pipeline import SLOWER, InProcessRunner, grade
+from grader.case.limits import SLOWER
+from grader.pipeline import InProcessRunner, grade
 from grader.report.model import Report
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
@@ -187,7 +188,8 @@ def check_leaks(options: Options) -> Row:
         if (options.template / name).is_dir():
             found += [f"student_template: {leak}" for leak in leaks.scan(options.template / name, known)]
     detail = (
-        f"the wheel and student_template/ hold none of {len(known.solution)} solution lines, "
+        f"the wheel and student_template/ hold none of {len(known.solution)} solution lines "
+        f"(nor {len(known.shapes)} windows of their shapes), "
         f"{len(known.hidden_names)} hidden names, {len(known.hidden_source)} hidden source lines"
     )
     return Row("no solution leaks", not found, "; ".join(found[:SHOWN]) or detail)

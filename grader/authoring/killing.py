@@ -11,11 +11,11 @@ Only the cases still alive when a mutant starts are run on it, and of those only
 that call the function it changes (`reaches`; the rest cannot notice): which cases end up
 killed does not depend on that (a case is killed iff some mutant fails it), only the time.
 
-Limits are grading's own: a case may take `Limits().timeout` or SLOWER times as long as the
-reference took, whichever is longer; once a mutant has hung REPEATS times, its later cases get
-SHORT_TIMEOUT (an infinite loop in `backward()` would otherwise cost every case the full
-timeout). A child stuck where no signal reaches (inside NumPy) is killed, and the case it
-was on counts as killed.
+Limits are grading's own (`grader.case.limits`): a case may take `Limits().timeout` or SLOWER
+times as long as the reference took, whichever is longer, cut short once the mutant has hung
+repeatedly in one function (an infinite loop in `backward()` would otherwise cost every case
+the full timeout). The child tells this process each case's limit as it starts it; a child
+stuck where no signal reaches (inside NumPy) is killed, and the case it was on counts as killed.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from grader.authoring.mutants import Mutant
 from grader.case.define import Case, collect
 from grader.case.hang import WallTimeout, wall_limit
 from grader.case.loading import SubmissionError
-from grader.case.run import Run
-from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT
+from grader.case.run import Run, describe_exception
 from grader.verdict.compare import compare
 
 #: seconds a child may overrun a case's time limit before it is killed from here
@@ -72,7 +71,8 @@ def child(
     conn: multiprocessing.connection.Connection,
 ) -> None:
     """Runs in the mutant's own process: write the mutant, import it, run the cases, and send
-    `("start", id)` before each case and `("done", id, run)` after it."""
+    `("start", id, seconds)` before each case (with its time limit) and `("done", id, run)`
+    after it."""
     from grader.pipeline import InProcessEngine
 
     try:
@@ -87,16 +87,15 @@ def child(
         except SubmissionError as exc:
             conn.send(("load", str(exc)))
             return
-        hangs = 0
+        policy = engine.policy  # the engine counts the hangs it catches
         for case_id in ids:
-            conn.send(("start", case_id))
-            seconds = timeouts[case_id] if hangs < REPEATS else min(timeouts[case_id], SHORT_TIMEOUT)
+            seconds = policy.seconds(mutant.assignment, given=timeouts[case_id])
+            conn.send(("start", case_id, seconds))
             try:
                 with wall_limit(seconds):
                     run = engine.run(cases[case_id])
-            except WallTimeout:
-                hangs += 1
-                run = Run(fault=f"timed out after {seconds:g} s")
+            except WallTimeout as exc:
+                run = Run(fault=policy.timed_out(seconds, describe_exception(exc, engine.roots).where))
             except RecursionError as exc:
                 run = Run(fault=f"RecursionError: {exc}")
             conn.send(("done", case_id, _slim(run)))
@@ -144,7 +143,8 @@ class Job:
     ids: list[str]
     current: str | None = None
     since: float = 0.0
-    hangs: int = 0
+    #: the time limit of the case it is on, as the child said
+    allowed: float = 0.0
     killed_any: bool = False
 
 
@@ -233,11 +233,10 @@ def kill(
                     continue
                 kind = message[0]
                 if kind == "start":
-                    job.current, job.since = message[1], time.monotonic()
+                    job.current, job.allowed, job.since = message[1], message[2], time.monotonic()
                 elif kind == "done":
                     case_id, run = message[1], message[2]
                     job.current = None
-                    job.hangs += (run.fault or "").startswith("timed out")
                     if not passed(expected(by_id[case_id]), run):
                         killed(job, case_id)
                 elif kind == "load":  # the mutant does not import: every case of it fails
@@ -254,8 +253,7 @@ def kill(
             for job in list(running):
                 if job.current is None:
                     continue
-                allowed = timeouts[job.current] if job.hangs < REPEATS else SHORT_TIMEOUT
-                if now - job.since > allowed + GRACE:  # stuck where the alarm cannot reach
+                if now - job.since > job.allowed + GRACE:  # stuck where the alarm cannot reach
                     job.process.kill()
                     killed(job, job.current)
                     finish(job)

@@ -6,7 +6,13 @@ test, `grader release` and `grader check` all use it, so "shippable" means one t
 
 - A solution line is a line of a `### BEGIN SOLUTION` region of reference/ at least
   MIN_LINE characters long that the same file has nowhere outside its regions: short lines
-  (`return out`) and comments occur everywhere and prove nothing.
+  (`return out`) and comments occur everywhere and prove nothing. It leaks wherever it
+  occurs in a file, a comment or a string too.
+- A solution's shape catches the same code renamed: the tokens of a region (`tokenize`),
+  with every identifier made anonymous and comments and strings dropped, cut into windows
+  of WINDOW tokens. A window leaks where a shipped file's code has it, unless reference/
+  has it outside its regions too (the given code is not a secret). A window is a few
+  lines: a copy with a line or two changed still holds several.
 - A kit path is the checkout's absolute path in any file (a generated file that says
   where it came from points at `reference/` and the hidden suites); `forbidden_files`
   adds what must not ship by its name: a `reference`, `hidden` or `harness` directory
@@ -19,13 +25,20 @@ test, `grader release` and `grader check` all use it, so "shippable" means one t
 
 from __future__ import annotations
 
+import io
+import json
+import keyword
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.authoring.template import solution_lines
+from grader.authoring.template import regions, solution_lines
 
 MIN_LINE = 20
+#: tokens in a window of a solution's shape. The grader's own code has windows of 16 tokens
+#: in common with the solutions (`x.grad = ...` and the like), none of 20
+WINDOW = 20
 #: files scanned as text; anything else (bytecode, images) is read for hidden names only
 TEXT_SUFFIXES = {
     ".py",
@@ -51,12 +64,16 @@ class Secrets:
     hidden_source: set[str] = field(default_factory=set)
     #: absolute paths of the kit's checkout, each ending in "/"
     paths: set[str] = field(default_factory=set)
+    #: each window of a solution's shape, and the region it comes from (`engine.py:153 (backward)`)
+    shapes: dict[tuple[str, ...], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Leak:
     path: str
-    kind: str  # "solution line", "hidden case name", "hidden source", "kit path", "forbidden file"
+    #: "solution line", "solution shape", "hidden case name", "hidden source", "kit path",
+    #: "forbidden file"
+    kind: str
     text: str
 
     def __str__(self) -> str:
@@ -73,10 +90,120 @@ FORBIDDEN_DIRS = ("reference", "hidden", "harness", "__pycache__")
 ORACLE_CACHE = re.compile(r"^[a-z_]+-(public|hidden)-[0-9a-f]{24}\.json$")
 
 
+# ---- a solution's shape ----
+
+
+def shape(source: str) -> list[tuple[str, int]]:
+    """The code's tokens as (shape, line): an identifier is `_` (keywords stay), a number
+    itself, an operator itself, a statement's end `;`, an indent `>` and a dedent `<`;
+    comments, strings and f-strings are dropped. Raises SyntaxError or tokenize.TokenError
+    on what is not Python."""
+    found: list[tuple[str, int]] = []
+    fstring = 0  # depth inside f-strings (Python 3.12 splits them into tokens)
+    starts, ends = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
+    dropped = {tokenize.COMMENT, tokenize.NL, tokenize.STRING, tokenize.ENCODING, tokenize.ENDMARKER}
+    marks = {tokenize.NEWLINE: ";", tokenize.INDENT: ">", tokenize.DEDENT: "<"}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type in (starts, ends):
+            fstring += 1 if token.type == starts else -1
+        elif fstring or token.type in dropped:
+            continue
+        elif token.type == tokenize.NAME:
+            found.append((token.string if keyword.iskeyword(token.string) else "_", token.start[0]))
+        else:
+            found.append((marks.get(token.type, token.string), token.start[0]))
+    return found
+
+
+def windows(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], int]:
+    """Every run of WINDOW tokens, and the line it starts on (its first occurrence)."""
+    found: dict[tuple[str, ...], int] = {}
+    shapes = [s for s, _ in tokens]
+    for i in range(len(tokens) - WINDOW + 1):
+        found.setdefault(tuple(shapes[i : i + WINDOW]), tokens[i][1])
+    return found
+
+
+def _solution_shapes(reference: Path) -> dict[tuple[str, ...], str]:
+    """The windows of every solution region's shape that reference/ has nowhere else."""
+    inside: dict[tuple[str, ...], str] = {}
+    given: set[tuple[str, ...]] = set()
+    for path in sorted(reference.rglob("*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        tokens = shape(text)
+        marked: set[int] = set()
+        for region in regions(lines, str(path)):
+            body = range(region.start + 2, region.end + 1)  # 1-based lines strictly inside
+            marked.update(body)
+            where = (
+                f"{path.relative_to(reference).as_posix()}:{body.start} ({_function_at(lines, region.start)})"
+            )
+            for window in windows([t for t in tokens if t[1] in body]):
+                inside.setdefault(window, where)
+        given |= windows([t for t in tokens if t[1] not in marked]).keys()
+    return {window: where for window, where in inside.items() if window not in given}
+
+
+def _function_at(lines: list[str], index: int) -> str:
+    """The name of the function the line `index` (0-based) is in."""
+    for line in reversed(lines[:index]):
+        match = re.match(r"\s*(?:async\s+)?def\s+(\w+)", line)
+        if match:
+            return match.group(1)
+    return "module"
+
+
+def _code(path: Path, text: str) -> list[str]:
+    """The Python code in a file: a module, a notebook's code cells, a Markdown file's
+    fenced blocks."""
+    if path.suffix == ".py":
+        return [text]
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+        except (ValueError, AttributeError):
+            return []
+        return [
+            "".join(c.get("source", ""))
+            for c in cells
+            if isinstance(c, dict) and c.get("cell_type") == "code"
+        ]
+    if path.suffix == ".md":
+        return re.findall(r"^\s*```[\w-]*\n(.*?)^\s*```", text, re.M | re.S)
+    return []
+
+
+def _shape_leaks(rel: str, text: str, path: Path, found: Secrets) -> list[Leak]:
+    """One leak for a file whose code has windows of solutions' shapes, naming the solution
+    it has most of (a renamed walk also looks a little like another walk)."""
+    hits: dict[str, list[int]] = {}
+    for code in _code(path, text):
+        try:
+            tokens = shape(code)
+        except (SyntaxError, tokenize.TokenError):
+            continue  # not Python (a cell of shell commands): its lines are still checked
+        for window, line in windows(tokens).items():
+            where = found.shapes.get(window)
+            if where is not None:
+                hits.setdefault(where, []).append(line)
+    if not hits:
+        return []
+    where, lines = max(hits.items(), key=lambda hit: (len(hit[1]), hit[0]))
+    others = f" (and {len(hits) - 1} other solution(s))" if len(hits) > 1 else ""
+    return [
+        Leak(rel, "solution shape", f"line {min(lines)} has the shape of the solution at {where}{others}")
+    ]
+
+
+# ---- collecting and scanning ----
+
+
 def secrets(reference: Path, suites: Path) -> Secrets:
     found = Secrets(paths={str(reference.resolve().parent).rstrip("/") + "/"})
     for path in sorted(reference.rglob("*.py")):
         found.solution |= {line for line in solution_lines(path.read_text()) if len(line) >= MIN_LINE}
+    found.shapes = _solution_shapes(reference)
     public: set[str] = set()
     for path in sorted((suites / "public").rglob("*.py")):
         public |= _long_lines(path.read_text())
@@ -105,7 +232,8 @@ def scan(root: Path, found: Secrets) -> list[Leak]:
             continue
         leaks += [Leak(rel, "kit path", kit) for kit in sorted(found.paths) if kit in text]
         lines = {line.strip() for line in text.splitlines()}
-        leaks += [Leak(rel, "solution line", line) for line in sorted(found.solution & lines)]
+        leaks += [Leak(rel, "solution line", line) for line in sorted(found.solution) if line in text]
+        leaks += _shape_leaks(rel, text, path, found)
         leaks += [Leak(rel, "hidden source", line) for line in sorted(found.hidden_source & lines)]
     return leaks
 

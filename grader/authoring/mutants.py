@@ -72,7 +72,7 @@ SYMBOLS = {
 class Mutant:
     """One slip in one module of the reference."""
 
-    #: e.g. `micrograd/engine.py:41 self.grad += out.grad -> self.grad = out.grad`
+    #: where, the slip and the line it changes: `micrograd/engine.py:52 * -> +: <the line>`
     id: str
     assignment: str
     path: str  # relative to reference/: `micrograd/engine.py`

@@ -344,6 +344,7 @@ def release(
         size = sum((staging / f).stat().st_size for f in files)
         if leaks:
             return Release(out, files, size, leaks)
+        staging.chmod(0o755)  # mkdtemp's folder is its owner's alone; a bundle is for all
         if out.exists():
             out.rmdir()
         staging.rename(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
@@ -13,6 +14,8 @@ from grader.case.quantity import Quantity
 from grader.case.trace import Step
 
 MAX_TEXT = 2000
+#: the characters of what a case printed that are kept (within a wire message's bound)
+OUTPUT_KEPT = 3900
 
 
 @dataclass
@@ -60,6 +63,29 @@ class Run:
     #: on the oracle's run: the rules the case exercises (`grader.verdict.graph.case_ops`), kept
     #: with it so that a warm cache need not read the steps of a case that passed
     ops: list[str] | None = None
+
+
+class Bounded(io.TextIOBase):
+    """Keeps the first `limit` characters written and counts the rest."""
+
+    def __init__(self, limit: int = OUTPUT_KEPT) -> None:
+        self.limit, self.parts, self.kept, self.dropped = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        more = f"\n... ({self.dropped} more characters)" if self.dropped else ""
+        return "".join(self.parts) + more
 
 
 def function_name(code: CodeType) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import io
 import json
 import os
 import resource
@@ -34,8 +33,9 @@ from typing import Any, NoReturn
 from grader import assignments
 from grader.case import hang, seccomp, threads
 from grader.case.define import collect
+from grader.case.limits import probe, settle_garbage
 from grader.case.loading import SubmissionError, running
-from grader.case.run import Run, describe_exception, run_case
+from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
@@ -74,29 +74,6 @@ def become(user: list[int] | None) -> None:
         os._exit(0)
 
 
-class Bounded(io.TextIOBase):
-    """Keeps the first `limit` characters written and counts the rest."""
-
-    def __init__(self, limit: int = MAX_TEXT - 100) -> None:
-        self.limit, self.parts, self.kept, self.dropped = limit, [], 0, 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        text = str(text)
-        room = self.limit - self.kept
-        if room > 0:
-            self.parts.append(text[:room])
-            self.kept += min(room, len(text))
-        self.dropped += max(0, len(text) - max(room, 0))
-        return len(text)
-
-    def getvalue(self) -> str:
-        more = f"\n... ({self.dropped} more characters)" if self.dropped else ""
-        return "".join(self.parts) + more
-
-
 class Channel:
     """The pipe to the grader: whole frames, written in full."""
 
@@ -128,29 +105,6 @@ def keep_garbage() -> None:
     (a case that pauses it would otherwise collect as it resumes it); it is on again now."""
     gc.freeze()
     gc.enable()
-
-
-def settle_garbage() -> None:
-    """Before a case with a CPU budget: collect what is due now (the graph a deep case left),
-    so that the next case is not charged for freeing it."""
-    if any(count >= limit for count, limit in zip(gc.get_count(), gc.get_threshold(), strict=False)):
-        gc.collect()
-
-
-def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> bool:
-    """Did backward() fail to return, within `seconds` of CPU (and `wall` seconds, in process),
-    on the smallest graph with a node used twice? A correct engine, however slow, takes
-    microseconds; any other outcome (it returned, it raised) is not a hang."""
-    lib = assignment.engine(modules, trace=False)
-    with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
-        try:
-            with hang.cpu_budget(seconds, wall=wall):
-                lib.probe_backward()
-        except (hang.CaseTimedOut, hang.WallTimeout):
-            return True
-        except Exception:
-            return False
-    return False
 
 
 def main(argv: list[str]) -> None:

@@ -36,7 +36,6 @@ from grader.report.model import (
     view,
     with_hidden_visibility,
 )
-from grader.verdict.graph import blame
 
 MAX_PRINTED = 2000
 #: rows in the dashboard's lists of lowest-scoring and slowest submissions
@@ -253,10 +252,8 @@ def _op_rows(reports: dict[str, Report]) -> list[tuple[str, int, int, int]]:
                 counts = used.setdefault(op, [0, 0])
                 counts[0] += r.passed
                 counts[1] += 1
-            # a report read back from a store that kept only the message: the same words
-            laid = r.blame or (blame(r.message) if not r.passed else "")
-            if laid and not r.passed:
-                blamed.setdefault(laid, set()).add(student)
+            if r.blame and not r.passed:
+                blamed.setdefault(r.blame, set()).add(student)
     names = set(used) | set(blamed)
     rows = [(n, *used.get(n, [0, 0]), len(blamed.get(n, ()))) for n in names]
     return sorted(rows, key=lambda row: (-row[3], row[1] / row[2] if row[2] else 1.0, row[0]))

@@ -56,9 +56,10 @@ class CaseResult:
     seconds: float = 0.0  # how long the case ran on the submission
     #: the ops the case exercises (the oracle's tape: the same for every submission)
     ops: list[str] = field(default_factory=list)
-    #: the op rule (or "backward") a failure is laid at, "" when not one op
+    #: the op rule (or "backward", or the function that raised) a failure is laid at, ""
+    #: when not one op: from the diagnosis, as data
     blame: str = ""
-    #: the expression around the wrong node, as plain data (`verdict.graph`), for pictures
+    #: the expression around the wrong node, as plain data (`draw.draw_graph` draws it)
     graph: dict[str, Any] | None = None
 
     @property

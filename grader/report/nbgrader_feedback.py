@@ -6,7 +6,7 @@ hidden part (restored from the source when autograding), the hidden cases' diagn
 them. In every cell whose source has a hidden region this preprocessor
 
 - replaces the region by one comment line,
-- cuts the hidden report out of the output (between `grader.notebook`'s HIDDEN_BEGIN and
+- cuts the hidden report out of the output (between `grader.report.cell`'s HIDDEN_BEGIN and
   HIDDEN_END lines) and leaves its points line: `hidden cases: 9/13 points`,
 - replaces an error by its exception's name alone (a timeout's or a crash's traceback may
   run through hidden code).
@@ -21,7 +21,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from traitlets import Bool
 
-from grader.notebook import HIDDEN_BEGIN, HIDDEN_END
+from grader.report.cell import HIDDEN_BEGIN, HIDDEN_END
 
 BEGIN = "### BEGIN HIDDEN TESTS"
 END = "### END HIDDEN TESTS"

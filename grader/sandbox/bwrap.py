@@ -7,8 +7,10 @@ that is down), its own IPC, hostname and cgroup view, a new session (no writing 
 grader's terminal) and no capabilities. It dies with the grader (`--die-with-parent`).
 
 What the worker sees: the interpreter (its prefix, executable and stdlib), the system's
-shared libraries, numpy (every `site-packages` directory is covered by an empty tmpfs and
-only numpy is bound back: torch lives there too), `lib/` read-only, `work/` writable, and
+shared libraries, numpy (every directory of installed packages in what is bound is covered
+by an empty tmpfs and only numpy is bound back: torch lives there too; that is this
+interpreter's `site-packages`, the base interpreter's when it runs in a virtual environment,
+the user's, and the system's `dist-packages`), `lib/` read-only, `work/` writable, and
 a small tmpfs at /tmp for scratch. No home directory, no other clone of the kit under /tmp,
 no caches, no /etc but the dynamic linker's cache. Paths keep their names, so the messages
 and the tracebacks that name `work/` read the same inside and out.
@@ -50,11 +52,25 @@ def binary() -> Path | None:
         return None
 
 
-def _site_dirs() -> list[Path]:
-    """Every directory third-party packages may be installed in, for this interpreter."""
+#: where packages are installed for Pythons of the system, relative to a bound tree: Debian's
+#: /usr/lib/python3/dist-packages, a prefix's lib/python3.11/site-packages, /usr/local's
+PACKAGE_DIRS = ("python3*/*-packages", "lib*/python3*/*-packages", "local/lib*/python3*/*-packages")
+
+
+def _site_dirs(trees: tuple[Path, ...] = ()) -> list[Path]:
+    """Every directory third-party packages may be installed in: this interpreter's, those
+    of the interpreter a virtual environment was made from (its `site` lists only the
+    environment's, but the base's prefix is bound: it holds the stdlib), the user's, and
+    any other `site-packages` or `dist-packages` directory in `trees`."""
+    prefixes = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     found = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
-    found += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    found += [sysconfig.get_paths(vars=base)[key] for key in ("purelib", "platlib")]
+    found += site.getsitepackages(list(dict.fromkeys(prefixes))) if hasattr(site, "getsitepackages") else []
     found.append(site.getusersitepackages())
+    for tree in trees:
+        for pattern in PACKAGE_DIRS:
+            found += [str(p) for p in tree.glob(pattern) if p.name in ("site-packages", "dist-packages")]
     real = {Path(p).resolve() for p in found}
     return sorted(p for p in real if p.is_dir())
 
@@ -120,6 +136,14 @@ class _Parents:
         return args
 
 
+@functools.cache
+def _covered() -> list[Path]:
+    """The package directories the worker would see: under the runtime or the system's
+    libraries. Found once (a glob of each tree); each is then covered by an empty tmpfs."""
+    shown = tuple(dict.fromkeys([*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]))
+    return [d for d in _site_dirs(shown) if any(d.is_relative_to(p) for p in shown)]
+
+
 def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) -> list[str]:
     """bwrap's arguments, up to and including `--`: the command follows. `switch_user` (bwrap
     run by root): no user namespace, and the worker keeps CAP_SETUID and CAP_SETGID just long
@@ -136,13 +160,11 @@ def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) 
     parents.made.add(Path("/tmp"))  # a fresh tmpfs: what lies under it is made in it
     for path in _runtime():
         args += [*parents(str(path)), "--ro-bind", str(path), str(path)]
-    shown = [*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]
-    covered = [d for d in _site_dirs() if any(d.is_relative_to(p) for p in shown)]
-    for folder in covered:  # hide what is installed beside numpy, torch first of all
+    for folder in _covered():  # hide what is installed beside numpy, torch first of all
         args += ["--perms", "0555", "--tmpfs", str(folder)]
     for folder in _numpy_dirs():
         args += [*parents(str(folder)), "--ro-bind", str(folder), str(folder)]
-    for folder in covered:
+    for folder in _covered():
         args += ["--remount-ro", str(folder)]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += [*parents(str(lib)), "--ro-bind", str(lib), str(lib)]
@@ -185,7 +207,6 @@ def exit_status(code: int) -> int:
     return -(code - 128) if 128 < code < 128 + 65 else code
 
 
-@functools.cache
 @functools.cache
 def available(switch_user: bool = False) -> bool:
     """Can bwrap start the worker's interpreter here, with the full set of namespaces (with

@@ -9,18 +9,11 @@ class run, each worker may be a fresh child of a warm server lent for the submis
 (`grader.sandbox.warm`): the same messages, the same checks; a lost server's group goes on
 with cold workers.
 
-A backward() that never returns would cost a full timeout, and a fresh worker, for every
-case that calls it. So before its first case, each assignment's first worker runs a probe:
-backward() on the tiniest graph with a node used twice, with PROBE_CPU seconds of CPU. A
-correct engine, however slow, returns in microseconds, and grading goes on as usual. If it
-does not return, each later case of that assignment gets a CPU budget of SUSPECT_CPU, or the
-yardstick where PyTorch's run was longer, which the worker enforces itself (a case out of
-CPU fails as timed out, where it was stuck, and the worker goes on: no restart). A case
-that does not call backward(), or whose graph backward() gets through, still passes.
-
-A timed-out case's message says where the submission was stuck (see `hang`). Once cases
-have hung REPEATS times in one function, each later case gets at most SHORT_TIMEOUT: a
-backward() that hangs only on some graphs costs about a second per case, not a timeout.
+The time limits are `grader.case.limits`'s, as everywhere cases run: each assignment's
+first worker runs the probe before its first case; if backward() hung on it, the worker
+enforces each later case's short CPU budget itself (a case out of CPU fails as timed out,
+where it was stuck, and the worker goes on: no restart). A timed-out case's message says
+where the submission was stuck (see `hang`), and repeated hangs cut later cases short.
 """
 
 from __future__ import annotations
@@ -34,6 +27,7 @@ from pathlib import Path
 
 from grader.case import hang
 from grader.case.define import Case
+from grader.case.limits import PROBE_WAIT, REPEATS, TimePolicy
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.run import Run
 from grader.sandbox import bwrap, confine, scratch
@@ -45,25 +39,6 @@ from grader.verdict.compare import compare
 from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 
 SUITE_ORDER = ("public", "hidden")
-REPEATS = 2  # cases hung in one function before later cases get SHORT_TIMEOUT
-#: CPU seconds the probe's backward() may take (a correct engine takes microseconds)
-PROBE_CPU = 0.1
-#: wall seconds the grader waits for the probe's answer (CPU time is what ends a probe; this
-#: is for code that swallows the exception or loops outside Python)
-PROBE_WAIT = 10.0
-#: CPU seconds a case gets, at least, once backward() hung on the probe; a case whose
-#: PyTorch run took longer gets SLOWER times that (the yardstick)
-SUSPECT_CPU = 0.01
-#: ... and at most this: cases of 10**4 ops and more may then time out on an engine that
-#: hung on the probe even where its backward() would get through their graphs (the reference
-#: takes about half a second on the largest, 10**5 ops): the price of a quick verdict
-SUSPECT_MAX = 0.25
-SHORT_TIMEOUT = 1.0  # seconds
-#: a case that ran out of its short CPU budget, once backward() hung on the probe
-OUT_OF_BUDGET = (
-    "timed out after {budget:.2g} s of CPU{where} (backward() did not return on the grader's tiny probe "
-    "graph either, `a * 3 + a`, so each case had a short budget)"
-)
 UNCHECKED = "the worker exited before its result could be checked"
 THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
@@ -76,13 +51,6 @@ THREADS_AGAIN = (
     "not run: {count} cases of {assignment} started threads still running after them, around the "
     "grader's refusal; threads are not allowed in graded code"
 )
-
-
-def suspect_cpu(yardstick: float) -> float:
-    """A case's CPU budget once its assignment's backward() hung on the probe: SUSPECT_CPU,
-    more where `yardstick` (SLOWER times PyTorch's time) is longer, but at most SUSPECT_MAX
-    (PyTorch's times are wall times, which a busy machine stretches)."""
-    return min(SUSPECT_MAX, max(SUSPECT_CPU, yardstick))
 
 
 class BudgetExhausted(Fault):
@@ -179,8 +147,8 @@ class SandboxEngine:
         #: what loading the submission noted (stand-ins for absent modules, a failed __init__.py)
         self.notes: list[str] = []
         self.timeouts: dict[str, float] = {}
-        #: (file, function) -> how many cases hung there
-        self.hangs: Counter[tuple[str, str]] = Counter()
+        #: how long each case may run: what the probe found, where cases hung
+        self.policy = TimePolicy(self.limits.timeout)
         #: assignment -> cases after which threads were still running (see THREADS_AGAIN)
         self.threaded: Counter[str] = Counter()
         #: assignment -> why its import timed out: its other suite's worker would import the
@@ -188,8 +156,6 @@ class SandboxEngine:
         self.import_hung: dict[str, str] = {}
         #: whether every worker so far runs under the seccomp filter
         self.filtered = True
-        #: assignment -> whether its backward() hung on the probe (absent: not probed yet)
-        self.probed: dict[str, bool] = {}
         #: case id -> the time it may take at least, from PyTorch's (see pipeline.yardstick)
         self.yardstick: dict[str, float] = {}
 
@@ -263,8 +229,8 @@ class SandboxEngine:
                 "suite": suite,
                 "ids": [c.id for c in remaining],
                 "timeouts": {c.id: self._timeout(c) for c in remaining},
-                "probe": self._probing(assignment),
-                "cpu": {c.id: self._cpu(c) for c in remaining} if self.probed.get(assignment) else {},
+                "probe": self.policy.probing(assignment),
+                "cpu": {c.id: self._cpu(c) for c in remaining} if self.policy.hung.get(assignment) else {},
                 "load_timeout": self.limits.timeout,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
@@ -298,17 +264,11 @@ class SandboxEngine:
             return None
 
     def _timeout(self, case: Case) -> float:
-        seconds = self.timeouts.get(case.id, self.limits.timeout)
-        if self.probed.get(case.assignment):  # the CPU budget ends it; this is the backstop
-            return min(seconds, max(SHORT_TIMEOUT, 20 * self._cpu(case)))
-        return min(seconds, SHORT_TIMEOUT) if self._repeated() else seconds
-
-    def _probing(self, assignment: str) -> float:
-        """The probe's CPU budget if this assignment's next worker runs it, else 0."""
-        return PROBE_CPU if assignment not in self.probed else 0
+        given = self.timeouts.get(case.id, self.limits.timeout)
+        return self.policy.seconds(case.assignment, self.yardstick.get(case.id, 0.0), given)
 
     def _cpu(self, case: Case) -> float:
-        return suspect_cpu(self.yardstick.get(case.id, 0.0))
+        return self.policy.cpu(case.assignment, self.yardstick.get(case.id, 0.0)) or 0.0
 
     def _probe(self, worker: WorkerProcess, assignment: str, cases: list[Case], runs: dict[str, Run]) -> bool:
         """Wait for the probe's answer. True: go on with these cases on this worker; False:
@@ -320,29 +280,21 @@ class SandboxEngine:
                 runs[case.id] = Run(fault=str(fault))
             return False
         except Crash:
-            self.probed[assignment] = False  # not a hang; the cases will say what it is
+            self.policy.hung[assignment] = False  # not a hang; the cases will say what it is
             return False
         except Fault:  # no answer in PROBE_WAIT: it hung where CPU time could not end it
-            self.probed[assignment] = True
+            self.policy.hung[assignment] = True
             return False
         if answer.get("kind") != "probe":  # out of step: start afresh, without a probe
-            self.probed[assignment] = False
+            self.policy.hung[assignment] = False
             return False
-        self.probed[assignment] = answer.get("hung") is True
-        return not self.probed[assignment]
+        self.policy.hung[assignment] = answer.get("hung") is True
+        return not self.policy.hung[assignment]
 
     def _timed_out(self, case: Case, run: Run) -> Run:
         """A case the worker ended when its CPU budget ran out: a timeout, saying where."""
         location = run.failure.where if run.failure is not None else None
-        if location is not None:
-            self.hangs[location[0], location[2]] += 1
-        fault = OUT_OF_BUDGET.format(budget=self._cpu(case), where=hang.describe(location))
-        return Run(fault=fault, seconds=run.seconds)
-
-    def _repeated(self) -> tuple[str, str] | None:
-        """The function where cases hung REPEATS times, if any."""
-        place, count = max(self.hangs.items(), key=lambda item: item[1], default=(None, 0))
-        return place if count >= REPEATS else None
+        return Run(fault=self.policy.out_of_budget(self._cpu(case), location), seconds=run.seconds)
 
     def _deadline(self, seconds: float) -> tuple[float, bool]:
         """When to give up waiting, and whether it is the budget (not the timeout) that ends it."""
@@ -362,14 +314,7 @@ class SandboxEngine:
             raise Fault(self._hung(worker, seconds, work)) from None
 
     def _hung(self, worker: WorkerProcess, seconds: float, work: Path) -> str:
-        was_repeated = self._repeated()
-        location = hang.where(worker.read_noise(), work)
-        message = f"timed out after {seconds:.3g} s{hang.describe(location)}"
-        if location is not None:
-            self.hangs[location[0], location[2]] += 1
-        if was_repeated and seconds <= SHORT_TIMEOUT:
-            message += f" (cut to {SHORT_TIMEOUT:g} s once {REPEATS} cases had hung in {was_repeated[1]})"
-        return message
+        return self.policy.timed_out(seconds, hang.where(worker.read_noise(), work))
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
@@ -416,7 +361,7 @@ class SandboxEngine:
                 runs[case.id] = Run(fault=fault)
             return []
         worker.proceed()
-        if self._probing(assignment):
+        if self.policy.probing(assignment):
             if not self._probe(worker, assignment, cases, runs):
                 return [case for case in cases if case.id not in runs]
             worker.proceed()

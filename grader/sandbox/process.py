@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.case.limits import TIMEOUT
 from grader.case.quantity import MalformedResult
 from grader.case.wire import ASK_TAPE
 from grader.case.worker import BOOT
@@ -41,7 +42,7 @@ STARTUP = 10.0
 class Limits:
     """What one submission may use. Times in seconds, sizes in MiB."""
 
-    timeout: float = 10.0  # per case, and for importing the submission
+    timeout: float = TIMEOUT  # per case, and for importing the submission
     budget: float = 600.0  # for the whole submission, every case of every suite
     memory: int = 2048  # address space of a worker
     file_size: int = 16  # largest file a worker may write

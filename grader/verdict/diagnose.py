@@ -13,11 +13,16 @@ backward() handed them a wrong out.grad (wrong order, a second backward that did
 from zero, partial adjoints not summed). With several backward() calls, `passes` holds each
 node's gradient after each call, and the first call that went wrong is the one examined.
 The words come from the assignment's `hints.py`.
+
+`diagnose` returns a `Diagnosis`: the message, and as data what it is about (the rule it
+blames, the node it names), so that a report carries them and no one reads them back from
+the words.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 from grader.case.quantity import Quantity
@@ -27,6 +32,34 @@ from grader.verdict.compare import Mismatch, close
 
 MAX_USERS = 6  # consumers listed in a message
 LEAVES = ("leaf", "parameter")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A failed case's message and what it lays the failure at, as data."""
+
+    message: str
+    #: the rule the failure is laid at (needle's class, micrograd's op, "backward", a
+    #: function not written yet), "" when the message names no one rule
+    blame: str = ""
+    #: the tape node the message is about (its wrong value or gradient), when there is one
+    wrong: int | None = None
+
+    def plus(self, text: str) -> Diagnosis:
+        """The same diagnosis with `text` added to its message."""
+        return replace(self, message=self.message + text)
+
+
+def rule(name: str) -> str:
+    """An op's name as the rule that computes it: needle's class (`sum (Summation)` and
+    `summation (Summation)` are one rule, Summation), micrograd's op; the gradient that a
+    backward computed (`grad`) is backward's."""
+    name = name.removesuffix(".gradient")
+    if name == "grad":
+        return "backward"
+    if name.endswith(")") and " (" in name:
+        return name[name.index(" (") + 2 : -1]
+    return name
 
 
 def hints_for(assignment: str) -> ModuleType:
@@ -176,8 +209,14 @@ def _shape_note(e: Quantity | None, a: Quantity | None) -> str:
     return ""
 
 
-def explain_failure(failure: Failure, hints: ModuleType | None = None) -> str:
-    hints = hints or hints_for("micrograd")
+def explain_failure(failure: Failure, hints: ModuleType | None = None) -> Diagnosis:
+    """The submission raised: where, and what that usually means. The blame is the function
+    that raised (or is not written yet)."""
+    blamed = failure.where[2] if failure.where else ""
+    return Diagnosis(_failure_text(failure, hints or hints_for("micrograd")), blamed)
+
+
+def _failure_text(failure: Failure, hints: ModuleType) -> str:
     where = ""
     if failure.where:
         file, line, func = failure.where
@@ -200,7 +239,7 @@ def explain_failure(failure: Failure, hints: ModuleType | None = None) -> str:
     return text
 
 
-def explain_rule(tape: Tape, i: int) -> str:
+def explain_rule(tape: Tape, i: int) -> Diagnosis:
     """A gradient that one op's rule returned in isolation (`op_gradient` cases)."""
     step = tape.steps[i]
     op = step.op.removesuffix(".gradient")
@@ -214,28 +253,30 @@ def explain_rule(tape: Tape, i: int) -> str:
     shape_note = ""
     if e is not None and a is not None and e.shape != a.shape:
         shape_note = f" — a gradient must have its input's shape: {wrt_name} has {e.shape}, got {a.shape}"
-    return (
+    message = (
         f"wrong gradient from {op}: {op}.gradient(out_grad, node) for input {k} ({wrt_name}), "
         f"where node = {op}({', '.join([tape.arg(r) for r in forward.inputs] + args)})\n"
         f"  inputs: {_inputs(tape, node_ref.index)}; "
         f"out_grad = {_with_shape(tape.expected[out_grad_ref.index]['value'])}\n"
         f"  gradient for {wrt_name}: {_expected_got(e, a)}{shape_note}"
     )
+    return Diagnosis(message, rule(op), i)
 
 
-def explain_forward(tape: Tape) -> str | None:
+def explain_forward(tape: Tape) -> Diagnosis | None:
     for i in range(len(tape.steps)):
         if tape.differs(i, "value") and tape.steps[i].op.endswith(".gradient"):
             return explain_rule(tape, i)
         if tape.differs(i, "value"):
             inputs = _inputs(tape, i)
-            return (
+            message = (
                 f"wrong value from {_op(tape, i)}: {tape.expression(i)}\n"
                 f"  inputs: {inputs}\n"
                 f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
                 f"{_shape_note(tape.expected[i]['value'], tape.actual[i]['value'])}"
                 f"{_built_from(tape, i)}"
             )
+            return Diagnosis(message, rule(_op(tape, i)), i)
     return None
 
 
@@ -267,11 +308,11 @@ def _with_shape(x: Quantity | None) -> str:
     return text
 
 
-def explain_gradient(tape: Tape) -> str | None:
+def explain_gradient(tape: Tape) -> Diagnosis | None:
     tape = _first_wrong_pass(tape)
     head = _no_gradient(tape) or _first_wrong_gradient(tape)
     if head is not None and _higher_order(tape):
-        head += f"\n  {tape.hints.HIGHER_ORDER}"
+        head = head.plus(f"\n  {tape.hints.HIGHER_ORDER}")
     return head
 
 
@@ -293,7 +334,7 @@ def _first_wrong_pass(tape: Tape) -> Tape:
     return tape
 
 
-def _no_gradient(tape: Tape) -> str | None:
+def _no_gradient(tape: Tape) -> Diagnosis | None:
     """Nodes that should have a gradient and have requires_grad = False: say so, and why."""
     found = [
         i
@@ -311,7 +352,7 @@ def _no_gradient(tape: Tape) -> str | None:
     i = (leaves or found)[0]
     got = f"  {tape.name(i)}.grad: {_expected_got(tape.expected[i]['grad'], tape.actual[i]['grad'])}"
     what = "the leaves" if len(leaves) == len(found) else "the nodes"
-    return f"{what} {names} received no gradient\n{got}\n  {tape.hints.NO_GRADIENT}"
+    return Diagnosis(f"{what} {names} received no gradient\n{got}\n  {tape.hints.NO_GRADIENT}", "", i)
 
 
 def _higher_order(tape: Tape) -> bool:
@@ -340,7 +381,7 @@ def _feeds_detach(tape: Tape, i: int) -> bool:
     return False
 
 
-def _first_wrong_gradient(tape: Tape) -> str | None:
+def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
     hints = tape.hints
     for i in reversed(range(len(tape.steps))):
         if not tape.differs(i, "grad"):
@@ -360,15 +401,17 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
             return _explain_backward(tape, i, users, got)
         if not users:
             if i in tape.outputs:
-                return f"wrong gradient at the output {tape.name(i)}\n{got}\n  {hints.SEED}"
-            return f"wrong gradient of {tape.name(i)}\n{got}{detach}"
+                return Diagnosis(
+                    f"wrong gradient at the output {tape.name(i)}\n{got}\n  {hints.SEED}", "backward", i
+                )
+            return Diagnosis(f"wrong gradient of {tape.name(i)}\n{got}{detach}", "", i)
         wrong = [j for j in users if tape.rule(j) is False]
         if wrong:
             return _explain_wrong_rules(tape, i, wrong, users, got, detach)
         if not detach and all(tape.rule(j) for j in users):
             return _explain_backward(tape, i, users, got)
         if len(users) == 1:
-            return _explain_op(tape, users[0], got, detach + _assign(tape))
+            return _explain_op(tape, i, users[0], got, detach + _assign(tape))
         ops = ", ".join(f"{tape.steps[j].op} ({tape.expression(j)})" for j in users[:MAX_USERS])
         ops += f", ... ({len(users) - MAX_USERS} more)" if len(users) > MAX_USERS else ""
         if detach or _assign(tape):
@@ -380,39 +423,43 @@ def _first_wrong_gradient(tape: Tape) -> str | None:
         else:
             hint = f"its gradient is the sum of their contributions: check their rules; {hints.SUM}"
         head = f"wrong gradient of {tape.name(i)}, which feeds {len(users)} operations: {ops}"
-        return f"{head}\n{got}\n  {hint}"
+        return Diagnosis(f"{head}\n{got}\n  {hint}", "", i)
     return None
 
 
-def _explain_op(tape: Tape, j: int, got: str, tail: str = "") -> str:
-    """Node j's op sent a wrong gradient to its inputs: name it, its inputs and out.grad."""
+def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnosis:
+    """Node j's op sent a wrong gradient to its input i: name it, its inputs and out.grad."""
     incoming = tape.expected[j]["grad"]
     parts = tape.wrong_parts(j)
     if parts:
-        return _explain_part(tape, j, parts[0], got, tail)
-    return (
+        return _explain_part(tape, i, j, parts[0], got, tail)
+    message = (
         f"wrong gradient from {_op(tape, j)}: {tape.expression(j)}\n"
         f"  inputs: {_inputs(tape, j)}"
         + ("" if incoming is None else f"; incoming gradient {tape.name(j)}.grad = {_q(incoming)}")
         + f"\n{got}\n  where: {_path(tape, j)}{tail}"
     )
+    return Diagnosis(message, rule(_op(tape, j)), i)
 
 
-def _explain_part(tape: Tape, j: int, k: int, got: str, tail: str) -> str:
+def _explain_part(tape: Tape, i: int, j: int, k: int, got: str, tail: str) -> Diagnosis:
     """A composite op whose gradient is wrong because a primitive it is built from is."""
     step = tape.steps[j]
     primitive, text = tape.hints.BUILT_FROM[step.op][k]
     args = [tape.arg(r) for r in step.inputs]
     whole = tape.expression(j).split(" = ", 1)[1]
     built = " and ".join(t.format(*args) for _, t in tape.hints.BUILT_FROM[step.op])
-    return (
+    message = (
         f"wrong gradient from {primitive}: its rule, probed alone on {text.format(*args)}, differs from "
         f"PyTorch's\n  {whole} is built from {built}, so its gradient is wrong too "
         f"({tape.expression(j)}; inputs: {_inputs(tape, j)})\n{got}\n  where: {_path(tape, j)}{tail}"
     )
+    return Diagnosis(message, rule(primitive), i)
 
 
-def _explain_wrong_rules(tape: Tape, i: int, wrong: list[int], users: list[int], got: str, tail: str) -> str:
+def _explain_wrong_rules(
+    tape: Tape, i: int, wrong: list[int], users: list[int], got: str, tail: str
+) -> Diagnosis:
     """Among node i's consumers, those whose rules, probed alone, are wrong."""
     culprit = {j: _culprit(tape, j) for j in wrong}
     if len(set(culprit.values())) == 1:  # `a / a` and `a**-0.5` both wrong: pow's rule
@@ -424,12 +471,13 @@ def _explain_wrong_rules(tape: Tape, i: int, wrong: list[int], users: list[int],
             right = "right" if all(tape.rule(j) for j in users if j != wrong[0]) else "not known to be wrong"
             plural = "s" * (others > 1)
             note = f"\n  {tape.name(i)} also feeds {others} other operation{plural}, whose rules are {right}"
-        return _explain_op(tape, wrong[0], got, note + tail)
+        return _explain_op(tape, i, wrong[0], got, note + tail)
     ops = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in wrong[:MAX_USERS])
-    return (
+    message = (
         f"wrong gradient from several rules: {ops}\n{got}\n"
         f"  each of these rules, run alone on its inputs, gives a gradient that differs from PyTorch's{tail}"
     )
+    return Diagnosis(message, "", i)
 
 
 def _culprit(tape: Tape, j: int) -> str:
@@ -438,7 +486,7 @@ def _culprit(tape: Tape, j: int) -> str:
     return tape.hints.BUILT_FROM[tape.steps[j].op][parts[0]][0] if parts else tape.steps[j].op
 
 
-def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> str:
+def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis:
     """The rules that feed node i are right on their own: backward() misused them."""
     hints = tape.hints
     rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in users[:MAX_USERS])
@@ -450,17 +498,19 @@ def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> str:
             hint = hints.REPEATED_BACKWARD
         else:
             hint = f"{hints.SUM}; and {hints.ORDER}"
-        return (
+        message = (
             f"wrong gradient of {tape.name(i)} from {hints.BACKWARD}: the gradient rules that send it "
             f"partial adjoints are right on their own ({rules}), so backward combined them wrongly"
             f"\n{got}\n  {hint}"
         )
+        return Diagnosis(message, "backward", i)
     several = len(tape.outputs) > 1 and (tape.pass_index is None or tape.pass_index > 0)
     hint = hints.REPEATED_BACKWARD if several else hints.ORDER
-    return (
+    message = (
         f"wrong gradient of {tape.name(i)} from backward(): the rules that send it its gradient are "
         f"right on their own ({rules}), so backward() ran them with a wrong out.grad\n{got}\n  {hint}"
     )
+    return Diagnosis(message, "backward", i)
 
 
 def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
@@ -494,7 +544,7 @@ def _single_adjoint(tape: Tape, i: int, users: list[int]) -> bool:
     )
 
 
-def _explain_second_order(tape: Tape, i: int, got: str) -> str:
+def _explain_second_order(tape: Tape, i: int, got: str) -> Diagnosis:
     """A gradient after a backward through a gradient: the interior gradients of the first
     graph depend on how the rules were written, so the rules to check are all of them."""
     grads = ", ".join(tape.expression(j) for j, s in enumerate(tape.steps) if s.op == "grad")
@@ -505,10 +555,11 @@ def _explain_second_order(tape: Tape, i: int, got: str) -> str:
         and tape.expected[j]["grad"] is None
         and tape.actual[j]["grad"] is not None
     ]
-    return (
+    message = (
         f"wrong gradient of {tape.name(i)} from a backward through a gradient ({grads})\n{got}\n"
         f"  that backward differentiates the gradient rules of: {', '.join(rules) or 'none'}"
     )
+    return Diagnosis(message, "", i)
 
 
 def _path(tape: Tape, i: int, limit: int = 6) -> str:
@@ -581,13 +632,15 @@ def mlp_note(expected: Run, assignment: str) -> str:
     return f"\n  {text}" if text else ""
 
 
-def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment: str | None = None) -> str:
-    """The message for a failed case: the op to fix first, then the results that differ."""
+def diagnose(
+    expected: Run, actual: Run, mismatches: list[Mismatch], assignment: str | None = None
+) -> Diagnosis:
+    """The diagnosis of a failed case: the op to fix first, then the results that differ."""
     if assignment is None:
         assignment = "needle" if _tensor_entries(expected.tape) else "micrograd"
     hints = hints_for(assignment)
     if actual.failure is not None:
-        return explain_failure(actual.failure, hints) + mlp_note(expected, assignment)
+        return explain_failure(actual.failure, hints).plus(mlp_note(expected, assignment))
     tape = Tape(expected, actual, hints)
     values = [m for m in mismatches if not m.is_grad]
     wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
@@ -596,9 +649,9 @@ def diagnose(expected: Run, actual: Run, mismatches: list[Mismatch], assignment:
         head = explain_gradient(tape)
     listing = explain_results(mismatches) + explain_orders(tape, mismatches)
     if head is None:
-        head = "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
-        return head + mlp_note(expected, assignment)
-    return f"{head}{mlp_note(expected, assignment)}\nresults that differ:\n{listing}"
+        text = "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
+        return Diagnosis(text + mlp_note(expected, assignment))
+    return head.plus(f"{mlp_note(expected, assignment)}\nresults that differ:\n{listing}")
 
 
 def op_name(tape: Tape, i: int) -> str:

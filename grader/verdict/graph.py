@@ -9,21 +9,20 @@ the same node the diagnostic names). A feedback page draws it (`report.draw.draw
 with that node highlighted. Only plain strings and numbers go in: a report outlives the
 grading run, and renderers never see a submission's objects.
 
-`ops` and `blame` serve the class dashboard: which rules a case exercises (from the oracle's
-tape, so the same for every student) and which rule (or function) a failure is laid at,
-read off the diagnostic's first line so that the dashboard and the student's message agree;
-an instructor sees which gradient rules the class gets wrong.
+`case_ops` serves the class dashboard: which rules a case exercises (from the oracle's tape,
+so the same for every student); the rule a failure is laid at comes with the diagnosis
+(`diagnose.Diagnosis.blame`), so the dashboard and the student's message agree and an
+instructor sees which gradient rules the class gets wrong.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from typing import Any
 
 from grader.case.run import Run
 from grader.case.trace import NodeRef
-from grader.verdict.diagnose import Tape, hints_for, op_name
+from grader.verdict.diagnose import Diagnosis, Tape, hints_for, op_name, rule
 
 #: nodes of one graph kept for a picture: the ones nearest the wrong node
 MAX_NODES = 12
@@ -54,9 +53,14 @@ def _consumers(tape: Tape) -> dict[int, list[int]]:
     return users
 
 
-def wrong_node(tape: Tape) -> int | None:
-    """The node the diagnostic is about: the first wrong value in tape order, else the
-    wrong gradient nearest the output (whose consumers' gradients are all right)."""
+def wrong_node(tape: Tape, diagnosis: Diagnosis | None = None) -> int | None:
+    """The node the diagnostic is about (`diagnosis.wrong`, when its final numbers differ),
+    else the first wrong value in tape order, else the wrong gradient nearest the output
+    (whose consumers' gradients are all right)."""
+    named = diagnosis.wrong if diagnosis is not None else None
+    if named is not None and 0 <= named < len(tape.steps):
+        if tape.differs(named, "value") or tape.differs(named, "grad"):
+            return named
     for i in range(len(tape.steps)):
         if tape.differs(i, "value"):
             return i
@@ -64,40 +68,6 @@ def wrong_node(tape: Tape) -> int | None:
         if tape.differs(i, "grad"):
             return i
     return None
-
-
-def rule(name: str) -> str:
-    """An op's name as the rule that computes it: needle's class (`sum (Summation)` and
-    `summation (Summation)` are one rule, Summation), micrograd's op; the gradient that a
-    backward computed (`grad`) is backward's."""
-    name = name.removesuffix(".gradient")
-    if name == "grad":
-        return "backward"
-    if name.endswith(")") and " (" in name:
-        return name[name.index(" (") + 2 : -1]
-    return name
-
-
-#: a diagnostic's first line, and what it lays the failure at
-BLAME = (
-    (re.compile(r"^wrong (?:gradient|value) from several rules"), None),
-    (re.compile(r"^wrong gradient of .* from backward\(\)"), "backward"),
-    (re.compile(r"^wrong gradient at the output"), "backward"),
-    (re.compile(r"^wrong (?:gradient|value) from (.+?):"), 1),
-    (re.compile(r"^not implemented yet: (\S+)"), 1),
-)
-
-
-def blame(message: str) -> str:
-    """What a diagnostic lays a failure at, in the dashboard's words: an op's rule (needle's
-    class, micrograd's op or function), "backward", a function not written yet; "" when it
-    names no one thing. Read off the message, so the dashboard and the student agree."""
-    first = message.splitlines()[0] if message else ""
-    for pattern, group in BLAME:
-        found = pattern.match(first)
-        if found:
-            return "" if group is None else rule(group if isinstance(group, str) else found.group(group))
-    return ""
 
 
 def _near(start: int, tape: Tape, users: dict[int, list[int]], limit: int) -> list[int]:
@@ -125,17 +95,17 @@ def _text(quantity: Any) -> str:
 
 
 def case_graph(
-    expected: Run, actual: Run, assignment: str, message: str = "", limit: int = MAX_NODES
-) -> tuple[dict | None, str]:
-    """(graph, blame) for a case whose numbers differ: the graph is None when the tapes do
-    not line up (the submission raised, or its tape is another shape) or nothing differs."""
-    blamed = blame(message)
+    expected: Run, actual: Run, assignment: str, diagnosis: Diagnosis | None = None, limit: int = MAX_NODES
+) -> dict | None:
+    """The graph around the node `diagnosis` names, for a case whose numbers differ; None
+    when the tapes do not line up (the submission raised, or its tape is another shape) or
+    nothing differs."""
     if not expected.steps or len(expected.steps) > MAX_TAPE or len(actual.tape) != len(expected.tape):
-        return None, blamed
+        return None
     tape = Tape(expected, actual, hints_for(assignment))
-    wrong = wrong_node(tape)
+    wrong = wrong_node(tape, diagnosis)
     if wrong is None:
-        return None, blamed
+        return None
     users = _consumers(tape)
     kept = _near(wrong, tape, users, limit)
     inside = set(kept)
@@ -157,5 +127,4 @@ def case_graph(
             if tape.differs(i, key):
                 node[f"got_{key}"] = _text(tape.actual[i][key])
         nodes.append(node)
-    graph = {"nodes": nodes, "wrong": wrong, "total": len(tape.steps)}
-    return graph, blamed
+    return {"nodes": nodes, "wrong": wrong, "total": len(tape.steps)}

@@ -4,6 +4,8 @@ student code imports nothing trusted: test_imports.py.)"""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -51,5 +53,18 @@ def test_the_leak_scan_finds_each_kind_of_leak(tmp_path, known):
     (tmp_path / "a.py").write_text(f"    {solution}\n")
     (tmp_path / "b.md").write_text(f"see {name} for more\n")
     (tmp_path / "c.py").write_text(f"{source}\n")
+    (tmp_path / "d.py").write_text(f"x = 1  # e.g. `{solution} -> ...`\n")  # in a comment too
+    # the backward of micrograd's reference, renamed and in a notebook's cell
+    engine = (REPO / "reference" / "micrograd" / "engine.py").read_text()
+    body = engine.split("def backward(self):", 1)[1].split("### END SOLUTION", 1)[0]
+    renamed = re.sub(r"\b(topo|visited|stack|node|children_done)\b", lambda m: m.group(1)[0] * 2, body)
+    cell = {"cell_type": "code", "metadata": {}, "source": "def walk(self):" + renamed}
+    (tmp_path / "e.ipynb").write_text(json.dumps({"cells": [cell], "nbformat": 4, "nbformat_minor": 5}))
     kinds = sorted((leak.path, leak.kind) for leak in scan(tmp_path, known))
-    assert kinds == [("a.py", "solution line"), ("b.md", "hidden case name"), ("c.py", "hidden source")]
+    assert kinds == [
+        ("a.py", "solution line"),
+        ("b.md", "hidden case name"),
+        ("c.py", "hidden source"),
+        ("d.py", "solution line"),
+        ("e.ipynb", "solution shape"),
+    ]

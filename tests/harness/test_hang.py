@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from grader.case import hang
+from grader.case import limits as time_limits
 from grader.pipeline import REPO
 from grader.sandbox import Limits
-from grader.sandbox import engine as sandbox_engine
 from tests.harness.grading import grade
 
 SORT = "        topo, visited = [], set()\n"
@@ -87,7 +87,7 @@ def test_a_backward_that_hangs_on_some_graphs_keeps_the_verdicts_of_the_others(t
     limits = Limits(timeout=1.0)
     probed = grade(submission, "public", ["micrograd"], oracle=oracle, limits=limits)
     assert any("probe" in r.message for r in probed.results), "the probe should have hung"
-    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)  # no probe: the plain timeouts
+    monkeypatch.setattr(time_limits, "PROBE_CPU", 0)  # no probe: the plain timeouts
     plain = grade(submission, "public", ["micrograd"], oracle=oracle, limits=limits)
     assert not any("probe" in r.message for r in plain.results)
     # deep cases (10**4 ops and more) get at most SUSPECT_MAX of CPU after a hung probe,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
+from grader.case.limits import SHORT_TIMEOUT
 from grader.notebook import SUITES_ENV, TIMEOUT_ENV, Runner, backward_for_picture, grade_topic, topics
 from grader.notebook import topic as find_topic
-from grader.sandbox.engine import SHORT_TIMEOUT
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]

@@ -256,14 +256,21 @@ def test_the_pages_load_cleanly_and_show_the_chart_and_the_graph(browser, klass,
         assert load(browser, tmp_path / "students" / html.page_name(student)) == []
 
 
-def test_the_dashboard_blames_from_the_message_when_a_store_kept_only_that(klass):
-    """A gradebook may keep each case's message but not `blame`, `ops` or the graph."""
+def test_the_dashboard_blames_what_the_report_carries_never_its_words(klass):
+    """The blamed rule comes with the diagnosis as data: a message that reads like another
+    rule's does not move the blame, and a store that kept no blame shows none."""
     from dataclasses import replace
 
-    stored = {
-        s: replace(r, results=[replace(c, blame="", ops=[], graph=None) for c in r.results])
+    def rows(reports) -> dict[str, int]:
+        board = html.dashboard(reports)
+        found = re.findall(r"<tr><td>([^<]+)</td><td>.*?</td><td class=\"num\">(\d+)</td></tr>", board)
+        return {op: int(n) for op, n in found}
+
+    misleading = {
+        s: replace(r, results=[replace(c, message="wrong gradient from add: " + c.message) for c in r.results])
         for s, r in klass.items()
     }
-    board = html.dashboard(stored)
-    rows = dict(re.findall(r"<tr><td>([^<]+)</td><td></td><td class=\"num\">(\d+)</td></tr>", board))
-    assert {op: int(rows[op]) for op in RULE_BUGS.values()} == {op: 1 for op in RULE_BUGS.values()}
+    assert {op: rows(misleading)[op] for op in RULE_BUGS.values()} == {op: 1 for op in RULE_BUGS.values()}
+    assert rows(misleading)["add"] == 0
+    stored = {s: replace(r, results=[replace(c, blame="") for c in r.results]) for s, r in klass.items()}
+    assert set(rows(stored).values()) == {0}

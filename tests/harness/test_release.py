@@ -5,7 +5,10 @@ against a schema of Classroom's grader-output format."""
 
 from __future__ import annotations
 
+import ast
 import base64
+import builtins
+import functools
 import json
 import os
 import re
@@ -46,6 +49,7 @@ def bundle(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release") / "autodiff"
     made = release(out)
     assert made.leaks == [] and out.is_dir()
+    assert out.stat().st_mode & 0o777 == 0o755  # readable by whoever it is handed to
     return out
 
 
@@ -141,6 +145,42 @@ def test_a_leak_fails_the_release_and_writes_nothing(kit_copy, tmp_path):
     assert ("tests/public/needle/test_ops.py", "hidden case name") in kinds
     assert ("tests/public/needle/needle-public-0123456789abcdef01234567.json", "forbidden file") in kinds
     assert not out.exists() and list(tmp_path.glob(".out-*")) == []
+
+
+def renamed(source: str, function: str) -> str:
+    """`function` of `source` as someone hiding it would copy it: every name it binds or
+    reads renamed, its comments and docstring gone, the same algorithm."""
+    tree = ast.parse(source)
+    (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+    node.body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    names = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - set(dir(builtins)))
+    names += [a.arg for a in node.args.args]
+    new = {name: f"v{i}" for i, name in enumerate(dict.fromkeys(names))}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in new:
+            n.id = new[n.id]
+        elif isinstance(n, ast.arg) and n.arg in new:
+            n.arg = new[n.arg]
+    node.name = "walk"
+    return ast.unparse(node)
+
+
+def test_a_renamed_solution_fails_the_release(kit_copy, tmp_path, capsys, monkeypatch):
+    import grader.authoring.release as module
+
+    walk = renamed((kit_copy / "reference" / "needle" / "autograd.py").read_text(), "find_topo_sort")
+    assert "visited" not in walk and "topo_order" not in walk and "for" in walk  # renamed, whole
+    planted = kit_copy / "grader" / "case" / "define.py"
+    planted.write_text(planted.read_text() + "\n\n" + walk + "\n")
+    made = release(tmp_path / "out", repo=kit_copy)
+    assert [(leak.path, leak.kind) for leak in made.leaks] == [("grader/case/define.py", "solution shape")]
+    assert "find_topo_sort" in str(made.leaks[0]) and not (tmp_path / "out").exists()
+    # the command's error: one line naming the file, then the count
+    monkeypatch.setattr(module, "release", functools.partial(release, repo=kit_copy))
+    assert cli(["release", str(tmp_path / "out")]) == 1
+    first, *rest = capsys.readouterr().err.splitlines()
+    assert first.startswith("grader/case/define.py: solution shape: line ")
+    assert rest == ["release failed: 1 leaks (listed above); nothing was written"]
 
 
 def test_the_checkouts_path_in_a_file_is_a_leak(kit_copy, tmp_path):

@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 
 from grader.case import hang
+from grader.case import limits as time_limits
 from grader.case.define import collect
+from grader.case.limits import REPEATS, SHORT_TIMEOUT
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.wire import TAPE_KEYS, encode
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
-from grader.sandbox import engine as sandbox_engine
-from grader.sandbox.engine import REPEATS, SHORT_TIMEOUT, SandboxEngine
+from grader.sandbox.engine import SandboxEngine
 from grader.sandbox.protocol import FrameReader, decode, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, build
 from grader.verdict import integrity
@@ -256,7 +257,7 @@ def test_missing_package_or_file(tmp_path, oracle):
 
 
 def test_the_budget_bounds_the_whole_submission(tmp_path, oracle, monkeypatch):
-    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)  # full timeouts, as a hang on some graphs has
+    monkeypatch.setattr(time_limits, "PROBE_CPU", 0)  # full timeouts, as a hang on some graphs has
     sub = submission(
         tmp_path, edits=[("        topo, visited = [], set()", "        while True:\n            pass")]
     )
@@ -282,7 +283,7 @@ def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle, monkeypatch)
     """Cases that hang are cut to SHORT_TIMEOUT once REPEATS of them hung in one function
     (without the probe, as for a backward() that hangs on some graphs but not the probe's;
     tests/harness/test_hang.py has the probe)."""
-    monkeypatch.setattr(sandbox_engine, "PROBE_CPU", 0)
+    monkeypatch.setattr(time_limits, "PROBE_CPU", 0)
     sub = submission(
         tmp_path,
         edits=[("        topo, visited = [], set()\n", LOOP + "        topo, visited = [], set()\n")],

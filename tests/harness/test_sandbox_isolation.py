@@ -98,3 +98,69 @@ def test_a_worker_sees_only_what_it_is_given(tmp_path, oracle):
     assert found["torch"] == "ModuleNotFoundError"
     assert Path(in_home.name).name not in (found["home"] or [])
     assert ISOLATION["bubblewrap"] in report.notes and not any("seccomp" in n for n in report.notes)
+
+
+LISTING = """
+import json, os, sys
+found = {}
+for path in sys.argv[1:]:
+    try:
+        found[path] = sorted(os.listdir(path))
+    except OSError as exc:
+        found[path] = type(exc).__name__
+import numpy  # what the worker needs is still there
+print(json.dumps(found))
+"""
+
+VENV_LISTING = """
+import subprocess, sys, tempfile
+from pathlib import Path
+from grader.sandbox import bwrap
+
+with tempfile.TemporaryDirectory() as scratch:
+    lib, work = Path(scratch, "lib"), Path(scratch, "work")
+    lib.mkdir()
+    work.mkdir()
+    args = bwrap.argv(lib, work, {"PATH": "/usr/bin:/bin"})
+    numpy_home = str(bwrap._numpy_dirs()[0].parent)
+    code = "import sys; sys.path.insert(0, %r)\\n" % numpy_home + sys.argv[1]
+    done = subprocess.run([*args, bwrap.interpreter(), "-I", "-S", "-c", code, *sys.argv[2:]])
+sys.exit(done.returncode)
+"""
+
+
+@pytest.mark.parametrize("system_site_packages", [True, False], ids=["system-site-packages", "own-packages"])
+def test_from_a_virtual_environment_no_package_directory_is_listable(tmp_path, system_site_packages):
+    """Gradescope's image runs the grader from a virtual environment: its base interpreter's
+    site-packages (torch, nbgrader, everything installed there) is bound with the stdlib's
+    prefix, though the environment's `site` does not list it. From a venv, the base's
+    site-packages, the user's and the system's dist-packages show the worker nothing but
+    numpy. Without --system-site-packages, the packages come from a `.pth` file."""
+    import site
+    import sys
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    flags = ["--system-site-packages"] if system_site_packages else []
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *flags, str(venv)], check=True)
+    python = venv / "bin" / "python"
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    base_site = Path(sysconfig.get_paths(vars=base)["purelib"]).resolve()
+    assert (base_site / "torch").is_dir() or (base_site / "nbgrader").is_dir()  # it holds the kit's packages
+    if not system_site_packages:
+        venv_site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        (Path(venv_site) / "base.pth").write_text(f"{base_site}\n")
+    listed = [base_site, Path(site.getusersitepackages()), *Path("/usr/lib").glob("python3*/dist-packages")]
+    listed += Path("/usr/local/lib").glob("python3*/*-packages")
+    done = subprocess.run(
+        [str(python), "-c", VENV_LISTING, LISTING, *map(str, listed)],
+        capture_output=True, text=True, cwd=REPO, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found[str(base_site)] in (["numpy"], ["numpy", "numpy.libs"])
+    for path, what in found.items():
+        assert what == "FileNotFoundError" or set(what) <= {"numpy", "numpy.libs"}, (path, what)

@@ -130,25 +130,32 @@ class TorchTensorBackend(TensorBackend):
     # ---- the graph needle would build ----
 
     def _graph(self, roots: Sequence[int], question: str = "") -> list[int]:
-        """Post-order DFS over the tape, as needle's find_topo_sort walks `inputs`."""
-        visited: set[int] = set()
-        order: list[int] = []
+        """The nodes `roots` depend on, in the order needle's find_topo_sort lists them.
+
+        needle's order is a post-order depth-first one: a node is placed once each of its
+        inputs is, and the inputs are taken in the order the op names them. The walk here
+        keeps no stack: it goes down to the first input not yet placed, remembering where
+        it came from, and once every input of a node is placed it places the node and
+        climbs back to the node it came from, which looks again for an input still to
+        place. Chains deeper than Python's recursion limit need nothing more.
+        """
+        placed: dict[int, None] = {}  # the order, kept by the dict's insertion order
+        came_from: dict[int, int | None] = {}
+        inputs: dict[int, list[int]] = {}
         for root in roots:
-            if root in visited:
-                continue
-            visited.add(root)
-            stack = [(root, iter(self._inputs(root, question)))]
-            while stack:
-                i, remaining = stack[-1]
-                for j in remaining:
-                    if j not in visited:
-                        visited.add(j)
-                        stack.append((j, iter(self._inputs(j, question))))
-                        break
+            came_from[root] = None
+            current: int | None = None if root in placed else root
+            while current is not None:
+                if current not in inputs:
+                    inputs[current] = self._inputs(current, question)
+                below = next((j for j in inputs[current] if j not in placed), None)
+                if below is None:
+                    placed[current] = None
+                    current = came_from[current]
                 else:
-                    stack.pop()
-                    order.append(i)
-        return order
+                    came_from[below] = current
+                    current = below
+        return list(placed)
 
     def _inputs(self, i: int, question: str) -> list[int]:
         if i in self.cut:
