@@ -11,13 +11,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from grader.case.define import collect
-from tests.harness.processes import processes_mentioning, wait_for
+from tests.harness.processes import cpu_seconds, processes_mentioning, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
@@ -26,6 +25,14 @@ SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
 LOOP = ("import math\n", "import math\n\nwhile True:\n    pass\n")
 STARTUP = 60.0  # seconds the grader may take to start its first worker (the oracle is cached)
 MARGIN = 10.0  # seconds for killing the worker and removing its directory
+#: CPU seconds a worker has spent once it is surely in the submission's loop: several times
+#: what starting it costs
+IN_THE_LOOP = 1.0
+
+
+def spinning(private: Path) -> bool:
+    """Whether a worker of the grader whose TMPDIR is `private` spins in the loop."""
+    return any(cpu_seconds(pid) >= IN_THE_LOOP for pid in processes_mentioning(str(private)))
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +69,7 @@ def test_a_signal_stops_grading_cleanly(tmp_path, oracle, sig, status, word):
             STARTUP,
         )
         assert started, "no worker started"
-        time.sleep(0.5)  # into the loop
+        assert wait_for(lambda: spinning(private), STARTUP), "no worker reached the loop"
         grader.send_signal(sig)
         _, stderr = grader.communicate(timeout=MARGIN)
     finally:
@@ -99,7 +106,7 @@ def test_after_a_sigkill_no_worker_spins_and_the_next_run_sweeps_the_directory(t
             STARTUP,
         )
         assert started, "no worker started"
-        time.sleep(0.5)
+        assert wait_for(lambda: spinning(private), STARTUP), "no worker reached the loop"
     finally:
         grader.kill()
         grader.wait()
