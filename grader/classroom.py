@@ -7,9 +7,13 @@ package must not shrink the total), the cases its scope files admit
 (`grader/assignments/<name>/scope.toml`, which `grader release --scope` writes), in the
 sandbox (per-case timeouts, a total budget, a crash or an infinite loop scored zero with its
 reason), through the intake every front end uses (`grader.intake`: packages found however
-deep, or in the zips at the top when there are none), prints the student's report, and
-appends `result=<base64 of compact JSON>` to `$GITHUB_OUTPUT` in the grader-output format
-(`grader.report.classroom`); the reporter step reads it from `AUTOGRAD-TESTS_RESULTS`.
+deep, or in the zips at the top when there are none), and prints the student's report.
+
+The result is one runner per point value (`grader.report.classroom`: so that the reporter's
+two totals agree), in the grader-output format. Each is appended to `$GITHUB_ENV` as
+`<RUNNER>_RESULTS=<base64 of compact JSON>`, the variable the reporter reads for it, and
+their ids as `CLASSROOM_RUNNERS=worth1,worth2,...`, which the workflow hands to the reporter
+(`runners: ${{ env.CLASSROOM_RUNNERS }}`): the steps after this one see both.
 
 It always writes a result, with every case in it, also when grading itself fails or is
 stopped (SIGTERM): then each case is an error with the reason and the grade is zero. Its
@@ -34,6 +38,9 @@ from typing import Any
 
 from grader.assignments import NAMES
 from grader.case.define import Case
+
+#: what the workflow hands to the reporter as its `runners` input
+RUNNERS_ENV = "CLASSROOM_RUNNERS"
 
 #: seconds: the whole grading stops well before the workflow step's timeout (10 minutes)
 BUDGET = 420.0
@@ -70,8 +77,9 @@ def locations(cases: list[Case], repo: Path) -> tuple[dict[str, tuple[str, int]]
     return where, rerun
 
 
-def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) -> dict[str, Any]:
-    """The grader-output document for `repo`; never raises (but on SIGINT)."""
+def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) -> dict[str, dict[str, Any]]:
+    """The runners' grader-output documents for `repo`, by runner id; never raises (but on
+    SIGINT)."""
     from grader.report.classroom import classroom, failed_to_grade
 
     cases: list[Case] = []
@@ -102,15 +110,22 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
     return failed_to_grade(reason, [(f"{c.assignment} / {c.topic} / {c.title}", c.points) for c in cases])
 
 
-def write_result(document: dict[str, Any], output: str | None) -> None:
+def result_lines(documents: dict[str, dict[str, Any]]) -> str:
+    """What the grading step appends to `$GITHUB_ENV`: each runner's result, where the
+    reporter looks for it (`<ID upper-cased, hyphens kept>_RESULTS`), and the runners' ids."""
     from grader.report.classroom import encode
 
-    line = f"result={encode(document)}\n"
+    lines = [f"{runner.upper()}_RESULTS={encode(document)}" for runner, document in documents.items()]
+    return "\n".join([*lines, f"{RUNNERS_ENV}={','.join(documents)}"]) + "\n"
+
+
+def write_result(documents: dict[str, dict[str, Any]], output: str | None) -> None:
+    text = result_lines(documents)
     if output:
         with open(output, "a", encoding="utf-8") as fh:
-            fh.write(line)
+            fh.write(text)
     else:
-        sys.stdout.write(line)
+        sys.stdout.write(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--output",
         metavar="FILE",
-        default=os.environ.get("GITHUB_OUTPUT"),
-        help="append result=... here (default: $GITHUB_OUTPUT; without it, standard output)",
+        default=os.environ.get("GITHUB_ENV"),
+        help="append the runners' results here (default: $GITHUB_ENV; without it, standard output)",
     )
     args = parser.parse_args(argv)
     repo = Path(args.repo).resolve()
@@ -135,16 +150,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        document = grade_repository(repo, suites, args.timeout, args.budget)
+        documents = grade_repository(repo, suites, args.timeout, args.budget)
     finally:
         signal.signal(signal.SIGTERM, previous)
     try:
-        write_result(document, args.output)
+        write_result(documents, args.output)
     except OSError as exc:
         print(f"error: cannot write the result to {args.output}: {exc}", file=sys.stderr)
         return 2
-    earned = sum(t["score"] for t in document["tests"])
-    print(f"Classroom result: {document['status']}, {earned:g}/{document['max_score']:g} points")
+    from grader.report.classroom import totals
+
+    earned, out_of = totals(documents)
+    statuses = {document["status"] for document in documents.values()}
+    status = "error" if "error" in statuses else "fail" if "fail" in statuses else "pass"
+    print(f"Classroom result: {status}, {earned:g}/{out_of:g} points ({', '.join(documents)})")
     return 0
 
 

@@ -1,12 +1,14 @@
 """Grade the classes a notebook defines: what the nbgrader course's test cells call.
 
-    points = grade_topic("micrograd", "ops", "public", globals())
+    grade_cell("micrograd", "ops", globals())
 
-runs the topic's cases of one suite on the engine the notebook's cells built (every cell
-shares one namespace, so the namespace stands for each of the package's modules), compares
-them with PyTorch's runs, prints the same diagnostics as pytest and `python -m grader grade`
-(the verdict's message) and returns the points earned. nbgrader takes a test cell's last
-expression, a number, as the cell's partial credit.
+runs the topic's public cases, and its hidden ones too when nbgrader autogrades (nbgrader
+sets NBGRADER_EXECUTION), on the engine the notebook's cells built (every cell shares one
+namespace, so the namespace stands for each of the package's modules), compares them with
+PyTorch's runs, prints the same diagnostics as pytest and `python -m grader grade` (the
+verdict's message) and returns the points earned. nbgrader takes a test cell's last
+expression, a number, as the cell's partial credit. The call is the cell's whole source, the
+same in every copy of the notebook, so nbgrader's checksum of the cell never changes.
 
 Everything goes to stdout, never to stderr: nbgrader gives no credit to a cell that wrote
 to stderr, so the student's own output and warnings are captured while a case runs. A case
@@ -17,7 +19,10 @@ CPU budget instead, as in the sandbox; a loop that a signal cannot stop is left 
 nbgrader's cell timeout.
 
 The hidden suite's report is framed by `grader.report.cell`'s HIDDEN_BEGIN and HIDDEN_END
-lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down to its points.
+lines, so that the feedback preprocessor (`grader.report.nbgrader_feedback`) can cut it down
+to its points. What a cell prints is `grader.report.cell.printed` of its results: the fast
+path into a course (`grade-class --nbgrader`) writes the same text into the autograded
+notebook.
 """
 
 from __future__ import annotations
@@ -32,15 +37,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grader import assignments
 from grader.case.define import Case, collect
-from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget, wall_limit
-from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, SLOWER, TimePolicy, probe, settle_garbage
-from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.case.hang import WallTimeout, wall_limit
+from grader.case.inprocess import InProcessEngine
+from grader.case.limits import SHORT_TIMEOUT, SLOWER, TimePolicy
+from grader.case.run import Run
 from grader.pipeline import SUITES_DIR, verdict
-from grader.report.cell import cell_text, hidden_text
+from grader.report.cell import printed
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
+from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, oracle_from
 
 #: the package a submission hands in, and its modules, for each assignment
@@ -49,6 +55,8 @@ LAYOUT: dict[str, tuple[str, ...]] = {"micrograd": ("engine", "nn"), "needle": (
 ENTRY = {"micrograd": "Value", "needle": "Tensor"}
 SUITES_ENV = "GRADER_SUITES"
 TIMEOUT_ENV = "GRADER_CASE_TIMEOUT"
+#: set by nbgrader in the kernels it runs: "autograde" when grading, "validate" when validating
+EXECUTION_ENV = "NBGRADER_EXECUTION"
 
 
 def suites_dir() -> Path:
@@ -195,21 +203,16 @@ class Runner:
         self.expected(case, root)
         return self.oracle.needs(case)
 
-    def run(self, case: Case, modules: dict[str, Any], roots: list[Path]) -> Run:
-        """One case, within its time limit (the short CPU budget the sandbox gives it too,
-        once backward() hung on the probe)."""
-        engine = assignments.get(case.assignment).engine
-        seconds = self.timeout(case)
-        budget = self.policy.cpu(case.assignment, self.yardstick(case))
-        if budget is not None:
-            settle_garbage()  # the case is not charged for freeing an earlier case's graph
-        try:
-            with cpu_budget(budget, wall=seconds) if budget is not None else wall_limit(seconds):
-                return run_case(case, engine(modules, trace=case.trace), roots)
-        except CaseTimedOut as exc:
-            return Run(fault=self.policy.out_of_budget(budget, describe_exception(exc, roots).where))
-        except WallTimeout as exc:
-            return Run(fault=self.policy.timed_out(seconds, describe_exception(exc, roots).where))
+    def run(self, case: Case, modules: dict[str, Any], roots: list[Path], root: Path) -> Run:
+        """One case on the in-process engine, within its time limit (the short CPU budget the
+        sandbox gives it too, once backward() hung on the probe); the tape is read only when
+        the results are wrong."""
+        engine = InProcessEngine(case.assignment, modules, roots, self.policy)
+
+        def wrong(run: Run) -> bool:
+            return bool(compare(self.expected(case, root).results, run.results))
+
+        return engine.run(case, self.yardstick(case), seconds=self.timeout(case), tape=wrong)
 
     def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
         """Each case's result. Before the first, as the sandbox does, backward() runs on a tiny
@@ -226,19 +229,9 @@ class Runner:
                 continue
             self.count_hangs_of(namespace[name])
             modules = modules_from(case.assignment, namespace)
-            if self.policy.probing(case.assignment):
-                assignment = assignments.get(case.assignment)
-                hung = probe(assignment, modules, PROBE_CPU, wall=SHORT_TIMEOUT)
-                self.policy.hung[case.assignment] = hung
-            buffer = Bounded()
-            with (
-                contextlib.redirect_stdout(buffer),
-                contextlib.redirect_stderr(buffer),
-                warnings.catch_warnings(),
-            ):
+            with warnings.catch_warnings():  # what the case printed is in its run's output
                 warnings.simplefilter("ignore")
-                actual = self.run(case, modules, code_roots(namespace))
-                actual.output = buffer.getvalue()
+                actual = self.run(case, modules, code_roots(namespace), root)
                 failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
             results.append(verdict(case, expected, actual))
@@ -274,6 +267,11 @@ def backward_for_picture(output: Any, seconds: float = SHORT_TIMEOUT) -> None:
         print(f"backward() raised {message}; the picture shows the gradients as they are")
 
 
+def autograding() -> bool:
+    """Whether nbgrader runs this kernel to autograde (the hidden cases run then)."""
+    return os.environ.get(EXECUTION_ENV) == "autograde"
+
+
 def grade_topic(
     assignment: str,
     name: str,
@@ -284,14 +282,31 @@ def grade_topic(
     without: tuple[str, ...] = (),
 ) -> float:
     """Run one topic's cases of one suite on the notebook's engine; print the diagnostics
-    to stdout; return the points earned (a test cell's last expression). A notebook made
-    for a scope passes it on: cases that need anything in `without` are not run, and each
-    case is worth `scale` times its points."""
+    to stdout; return the points earned. A notebook made for a scope passes it on: cases that
+    need anything in `without` are not run, and each case is worth `scale` times its points."""
     root = suites_dir()
-    chosen = in_scope(topic(assignment, name, root), lambda c: runner().needs(c, root), scale, without)
-    cases = chosen.cases(suite)
+    cases = _scoped(assignment, name, root, scale, without).cases(suite)
     with contextlib.redirect_stderr(sys.stdout):
         results = runner().check(cases, namespace, root)
-    title = f"{name} ({suite})"
-    print(hidden_text(results, title) if suite == "hidden" else cell_text(results, title))
+    print(printed(results, name, suite))
     return sum(r.points for r in results)
+
+
+def _scoped(assignment: str, name: str, root: Path, scale: float, without: tuple[str, ...]) -> Topic:
+    return in_scope(topic(assignment, name, root), lambda c: runner().needs(c, root), scale, without)
+
+
+def grade_cell(
+    assignment: str,
+    name: str,
+    namespace: dict[str, Any],
+    *,
+    scale: float = 1.0,
+    without: tuple[str, ...] = (),
+) -> float:
+    """A test cell: the topic's public cases, then, when nbgrader autogrades and the topic has
+    hidden cases, its hidden ones; returns the points earned (the cell's last expression)."""
+    earned = grade_topic(assignment, name, "public", namespace, scale=scale, without=without)
+    if autograding() and _scoped(assignment, name, suites_dir(), scale, without).hidden:
+        earned += grade_topic(assignment, name, "hidden", namespace, scale=scale, without=without)
+    return float(earned)

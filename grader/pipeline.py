@@ -13,7 +13,6 @@ grading, notebooks, Gradescope, GitHub Classroom) call these steps and render th
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
@@ -23,11 +22,11 @@ from typing import Protocol
 
 from grader import assignments, intake
 from grader.case.define import Case, collect
-from grader.case.hang import CaseTimedOut, WallTimeout, cpu_budget
-from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, SLOWER, TimePolicy, probe, settle_garbage
-from grader.case.loading import SubmissionError, locate_assignment, running
+from grader.case.inprocess import Submission
+from grader.case.limits import SLOWER
+from grader.case.loading import SubmissionError, locate_assignment
 from grader.case.quantity import Quantity
-from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.case.run import Run
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.sandbox import Limits, SandboxEngine
 from grader.scope import Scope, resolve, select
@@ -82,81 +81,29 @@ class Engine(Protocol):
         ...
 
 
-class InProcessEngine:
-    """Runs cases on one assignment of a submission inside this process."""
-
-    def __init__(self, directory: Path, assignment: str) -> None:
-        self.directory = directory
-        self.assignment = assignments.get(assignment)
-        self.modules = self.assignment.load(directory)
-        self.roots = [Path(directory).resolve()]
-        #: how long each case may run (`grader.case.limits`)
-        self.policy = TimePolicy()
-
-    @property
-    def hung(self) -> bool:
-        """backward() did not return on the probe's tiny graph (see `probe`)."""
-        return self.policy.hung.get(self.assignment.name, False)
-
-    def probe(self) -> bool:
-        """Try backward() on the tiny graph the sandbox probes with. If it does not return,
-        each later case gets the sandbox's short CPU budget: a backward() that never returns
-        then fails each case in a hundredth of a second, saying where, rather than costing a
-        student's pytest run a minute per test."""
-        hung = probe(self.assignment, self.modules, PROBE_CPU, wall=SHORT_TIMEOUT)
-        self.policy.hung[self.assignment.name] = hung
-        return hung
-
-    @property
-    def notes(self) -> list[str]:
-        """What loading noted: stand-ins for absent modules, a failed `__init__.py`."""
-        return list(getattr(self.modules, "notes", []))
-
-    def run(self, case: Case, yardstick: float = 0.0) -> Run:
-        """Run `case`; once the probe hung, within its short CPU budget (more for a case whose
-        `yardstick`, SLOWER times PyTorch's time, is longer), as the sandbox runs it."""
-        buffer = Bounded()
-        budget = self.policy.cpu(self.assignment.name, yardstick)
-        wall = self.policy.seconds(self.assignment.name, yardstick)
-        limit = cpu_budget(budget, wall=wall) if budget else contextlib.nullcontext()
-        if budget:
-            settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
-            started = time.perf_counter()
-            try:
-                with limit:
-                    run = run_case(case, self.assignment.engine(self.modules, trace=case.trace), self.roots)
-            except CaseTimedOut as exc:
-                run = Run(fault=self.policy.out_of_budget(budget, describe_exception(exc, self.roots).where))
-            except WallTimeout as exc:
-                run = Run(fault=self.policy.timed_out(wall, describe_exception(exc, self.roots).where))
-            run.seconds = time.perf_counter() - started
-        run.output = buffer.getvalue()
-        return run
-
-
+@dataclass
 class InProcessRunner:
-    """The in-process engine: for trusted code and a student's own runs. No timeouts, but a
-    backward() that hangs on the probe gets the sandbox's short budgets (`InProcessEngine.probe`)."""
+    """The in-process engine (`grader.case.inprocess`): for trusted code and a student's own
+    runs, within the same time limits as the sandbox's."""
+
+    #: a case id's expected results (None: unknown), so that only a wrong case's tape is read
+    expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
-        engines: dict[str, InProcessEngine | SubmissionError] = {}
-        runs, notes = [], []
+        engines = Submission(submission)
+        runs = []
         for case in cases:
-            if case.assignment not in engines:
-                try:
-                    engines[case.assignment] = InProcessEngine(submission, case.assignment)
-                    engines[case.assignment].probe()
-                except SubmissionError as exc:
-                    engines[case.assignment] = exc
-            engine = engines[case.assignment]
+            engine = engines.engine(case.assignment)
             if isinstance(engine, SubmissionError):
                 runs.append(Run(fault=str(engine)))
             else:
-                runs.append(engine.run(case, yardstick.get(case.id, 0.0)))
-        for engine in engines.values():
-            notes += [] if isinstance(engine, SubmissionError) else engine.notes
-        return Runs(runs, notes=notes)
+                runs.append(engine.run(case, yardstick.get(case.id, 0.0), tape=self.wants_tape(case)))
+        return Runs(runs, notes=engines.notes)
+
+    def wants_tape(self, case: Case) -> Callable[[Run], bool]:
+        """Only a case whose results are wrong needs its tape (every case, without `expected`)."""
+        expected = self.expected(case.id) if self.expected is not None else None
+        return lambda run: expected is None or bool(compare(expected, run.results))
 
 
 @dataclass
@@ -245,12 +192,21 @@ def not_graded_message(missing: list[str]) -> str:
     )
 
 
+def output_grads(expected: Run) -> set[str]:
+    """The results that are the gradient of a node backward() started from (`y.grad`).
+    That gradient is the seed backward() sets, one line of the engine: a case that asks
+    for it by its own name checks it (one per assignment), and every other case leaves it
+    out, so that one slip costs one case and not every case with a backward()."""
+    return {f"{expected.names[i]}.grad" for i in expected.outputs if i in expected.names}
+
+
 def verdict(
     case: Case, expected: Run, actual: Run, visibility: str = DEFAULT_HIDDEN_VISIBILITY
 ) -> CaseResult:
     """Compare and score one case (trusted code: only plain numbers come in)."""
     ran = actual.failure is actual.fault is None and not actual.missing
-    mismatches = compare(expected.results, actual.results) if ran else []
+    seeds = output_grads(expected)
+    mismatches = [m for m in compare(expected.results, actual.results) if m.name not in seeds] if ran else []
     status = status_of(actual, bool(mismatches))
     diagnosis = None
     if status is Status.NOT_GRADED:
@@ -282,6 +238,7 @@ def verdict(
         seconds=actual.seconds,
         ops=case_ops(expected, case.assignment),
         blame=blamed,
+        slip=diagnosis.slip if diagnosis is not None else "",
         graph=graph,
     )
 
@@ -385,7 +342,7 @@ def select_cases(directory: Path, request: Request, oracle: Oracle | None = None
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
-        return InProcessRunner()
+        return InProcessRunner(oracle.results_of)
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
     return SandboxRunner(request.limits, secrets, request.user, oracle.results_of)
 

@@ -29,13 +29,15 @@ import pytest
 
 from grader import intake
 from grader.case.define import Case
+from grader.case.inprocess import InProcessEngine, Submission
 from grader.case.limits import SLOWER
 from grader.case.loading import SubmissionError, locate_assignment, present_packages
 from grader.case.run import Run
-from grader.pipeline import SUITES_DIR, InProcessEngine, default_scopes, verdict
+from grader.pipeline import SUITES_DIR, default_scopes, verdict
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
+from grader.verdict.compare import compare
 from grader.verdict.oracle import default_cache_dir, oracle_from
 
 
@@ -71,6 +73,11 @@ def _student_run(config: pytest.Config) -> bool:
     """No test paths named, and a submission given (--impl) or found in the current directory."""
     named = config.args_source == pytest.Config.ArgsSource.ARGS
     return not named and (bool(config.getoption("--impl")) or _cwd_submission(config) is not None)
+
+
+def _tests_dir(config: pytest.Config) -> Path:
+    """The project's tests folder, which holds the graded suites' folders (GRADED)."""
+    return Path(config.rootpath) / "tests"
 
 
 def _cwd_submission(config: pytest.Config) -> Path | None:
@@ -122,7 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if given and not Path(given).exists():
         raise pytest.UsageError(f"--impl {given}: no such file or directory")
     if _student_run(config):
-        tests = Path(config.rootpath) / "tests"
+        tests = _tests_dir(config)
         suites = [tests / name for name in GRADED if (tests / name).is_dir()]
         if suites and config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
             config.args = [str(s) for s in suites]  # run from a submission's folder: the suites
@@ -141,8 +148,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A student's run collects the graded suites only, not the grader's own tests."""
-    tests = Path(config.rootpath) / "tests"
-    if collection_path.parent == tests and collection_path.name not in GRADED and _student_run(config):
+    if (
+        collection_path.parent == _tests_dir(config)
+        and collection_path.name not in GRADED
+        and _student_run(config)
+    ):
         return True
     return None
 
@@ -220,11 +230,8 @@ class _State:
         #: each graded case in scope, with its points as the scope says
         self.scoped: dict[str, Case] = {}
         self.oracle = oracle_from(no_cache=config.getoption("--no-oracle-cache"))
-        #: every collected case, by (assignment, suite, suites directory): one oracle file each
-        self.groups: dict[tuple[str, str, Path], dict[str, Case]] = {}
-        self.group_of: dict[str, tuple[str, str, Path]] = {}
-        self.prepared: set[tuple[str, str, Path]] = set()
-        self.engines: dict[str, InProcessEngine | SubmissionError] = {}
+        #: the submission's in-process engines, loaded when its first case runs
+        self.submission: Submission | None = None
         self.report = Report(str(self.impl))
         #: a zipped submission's unpacked copy, removed when the run ends
         self.unpacked = ExitStack()
@@ -266,27 +273,16 @@ class _State:
         return f"{self.impl} ({', '.join(found) or 'no package found'})"
 
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
-        if assignment not in self.engines:
-            try:
-                directory = self.directory
-                if self.refused:
-                    raise SubmissionError(self.refused)
-                self.engines[assignment] = InProcessEngine(directory, assignment)
-                self.engines[assignment].probe()  # a backward() that never returns: short budgets
-            except SubmissionError as exc:
-                self.engines[assignment] = exc
-        return self.engines[assignment]
+        if self.submission is None:
+            directory = self.directory
+            self.submission = Submission(directory, self.refused)
+        return self.submission.engine(assignment)
 
     def expected(self, case: Case) -> Run:
-        """The oracle's run, reading (or writing) the whole suite's disk cache at once. A
-        search's programs are the same on every run (derandomized), so their runs are cached
-        too, one file per assignment: a warm run needs no PyTorch."""
-        key = self.group_of.get(case.id)
-        if key is not None and key not in self.prepared:
-            self.prepared.add(key)
-            self.oracle.prepare(self.groups[key].values(), key[2])
-        elif key is None and case.suite == "search":
-            self.oracle.prepare([case], SUITES_DIR)
+        """The oracle's run. The graded cases' runs were made ready at collection, each suite's
+        disk cache read at once; a search's programs are the same on every run (derandomized),
+        so their runs are cached too, one file per assignment: a warm run needs no PyTorch."""
+        self.oracle.prepare([case], SUITES_DIR if case.suite == "search" else None)
         return self.oracle.expected(case)
 
     def check(self, case: Case, graded: bool = True, properties: list | None = None) -> None:
@@ -297,11 +293,12 @@ class _State:
         engine = self.engine(case.assignment)
         if isinstance(engine, SubmissionError):
             actual = Run(fault=str(engine))
-        elif engine.hung:  # PyTorch's time sizes the case's short budget, as in the sandbox
-            self.expected(case)
-            actual = engine.run(case, SLOWER * self.oracle.seconds.get(case.id, 0.0))
-        else:
-            actual = engine.run(case)
+        else:  # PyTorch's time sizes the case's time limit, as in the sandbox
+            expected = self.expected(case)
+            yardstick = SLOWER * self.oracle.seconds.get(case.id, 0.0)
+            actual = engine.run(
+                case, yardstick, tape=lambda run: bool(compare(expected.results, run.results))
+            )
         if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
             properties.append((NOTES, engine.notes))
         if actual.output:
@@ -333,14 +330,6 @@ class _State:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            cases = getattr(getattr(item, "function", None), "__grader_cases__", None)
-            if not cases:
-                continue
-            suites_dir = Path(str(item.path)).resolve().parents[2]
-            key = (cases[0].assignment, cases[0].suite, suites_dir)
-            self.groups.setdefault(key, {}).update((c.id, c) for c in cases)
-            self.group_of.update((c.id, key) for c in cases)
         self.deselect_out_of_scope(items)
 
     def deselect_out_of_scope(self, items: list[pytest.Item]) -> None:
@@ -354,8 +343,7 @@ class _State:
                 by_scopes[case.suites_dir == SUITES_DIR.resolve()].append(case)
 
         def needs(cases: list[Case]) -> dict[str, set[str]]:
-            for case in cases:
-                self.expected(case)  # reads the whole suite's oracle file at once
+            self.oracle.prepare(cases)  # each suite's oracle file read at once
             return {case.id: self.oracle.needs(case) for case in cases}
 
         kept = select(by_scopes[True], self.defaults, needs) + select(by_scopes[False], self.scopes, needs)

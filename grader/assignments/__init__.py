@@ -5,6 +5,7 @@
     <name>/programs.py   random expression programs over that API
     <name>/oracle.py     that API on PyTorch in float64; trusted, never copied into the sandbox
     <name>/hints.py      what its diagnostics tell a student about its rules
+    <name>/slips.py      the mistakes students make, each with its telltale sign and fix
     <name>/scope.toml    which ops and topics it grades, and for how many points
 
 A third assignment is one more folder here (and its suites under tests/<suite>/<name>/):
@@ -43,6 +44,25 @@ class Assignment:
 
     def folder(self) -> Path:
         return HERE / self.name
+
+
+@dataclass(frozen=True)
+class Slip:
+    """One common mistake: what gives it away, and one line naming it and its fix.
+
+    `detect` reads what the verdict already has about a failed case (`grader.verdict.
+    diagnose.Evidence`: both tapes with each rule probed alone and the gradients after each
+    backward() call, the results that differ, the exception) and returns None, or the
+    fields `line` is formatted with (`{op}`: the op whose rule made the slip). `blame`,
+    when given, is the rule the failure is laid at once the slip is known (formatted too)."""
+
+    name: str
+    line: str
+    detect: Callable[[Any], dict[str, str] | None]
+    blame: str = ""
+
+    def says(self, fields: dict[str, str]) -> str:
+        return self.line.format(**fields)
 
 
 def get(name: str) -> Assignment:

@@ -25,9 +25,10 @@ from typing import Any
 
 from grader.authoring.template import regions
 from grader.case.define import Case
+from grader.case.inprocess import InProcessEngine
 from grader.case.loading import SubmissionError
 from grader.case.run import Run
-from grader.pipeline import InProcessEngine, Runs
+from grader.pipeline import Runs
 
 
 def solution_functions(reference: Path, assignments: tuple[str, ...] | list[str]) -> set[tuple[str, int]]:
@@ -93,9 +94,9 @@ class ReachingRunner:
         finally:
             sys.setprofile(previous)
 
-    def _watched(self, engine: InProcessEngine, case: Case, on_import: set[Code]) -> Run:
+    def _watched(self, engine: InProcessEngine, case: Case, on_import: set[Code], yardstick: float) -> Run:
         """Run `case`, telling the calls of the case's own function from the harness's (the
-        micrograd backend probes every op's rule afterwards, for its diagnostics)."""
+        probe before the first case, which runs backward(), is run before the watching starts)."""
         calls: set[Code] = set(on_import)
         inside = [False, False]
 
@@ -106,7 +107,10 @@ class ReachingRunner:
             finally:
                 inside[0] = False
 
-        run = self._profiled(lambda: engine.run(dataclasses.replace(case, fn=watched)), calls, inside)
+        engine.probe()
+        run = self._profiled(
+            lambda: engine.run(dataclasses.replace(case, fn=watched), yardstick), calls, inside
+        )
         self.reached[case.id] = inside[1]
         self.calls[case.id] = calls
         return run
@@ -120,7 +124,7 @@ class ReachingRunner:
                 on_import[case.assignment] = set()
                 try:
                     engines[case.assignment] = self._profiled(
-                        functools.partial(InProcessEngine, submission, case.assignment),
+                        functools.partial(InProcessEngine.load, submission, case.assignment),
                         on_import[case.assignment],
                         [False, False],
                     )
@@ -131,6 +135,7 @@ class ReachingRunner:
                 runs.append(Run(fault=str(engine)))
                 self.reached[case.id] = True  # unknown: not counted as forward
             else:
-                runs.append(self._watched(engine, case, on_import[case.assignment]))
+                watched = self._watched(engine, case, on_import[case.assignment], yardstick.get(case.id, 0.0))
+                runs.append(watched)
         notes = [n for e in engines.values() if not isinstance(e, SubmissionError) for n in e.notes]
         return Runs(runs, notes=notes)

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from grader.authoring.mutants import Mutant
 from grader.case.define import Case, collect
-from grader.case.hang import WallTimeout, wall_limit
+from grader.case.inprocess import InProcessEngine
 from grader.case.loading import SubmissionError
-from grader.case.run import Run, describe_exception
+from grader.case.run import Run
 from grader.verdict.compare import compare
 
 #: seconds a child may overrun a case's time limit before it is killed from here
@@ -73,8 +73,6 @@ def child(
     """Runs in the mutant's own process: write the mutant, import it, run the cases, and send
     `("start", id, seconds)` before each case (with its time limit) and `("done", id, run)`
     after it."""
-    from grader.pipeline import InProcessEngine
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -83,19 +81,19 @@ def child(
         mutant.write(reference, workdir)
         cases = {c.id: c for c in collect(suites_dir, [mutant.assignment], ("public", "hidden"))}
         try:
-            engine = InProcessEngine(workdir, mutant.assignment)
+            engine = InProcessEngine.load(workdir, mutant.assignment)
         except SubmissionError as exc:
             conn.send(("load", str(exc)))
             return
-        policy = engine.policy  # the engine counts the hangs it catches
+        engine.probe()
         for case_id in ids:
-            seconds = policy.seconds(mutant.assignment, given=timeouts[case_id])
+            # the time limit as the yardstick too: once backward() hung on the probe, a case's
+            # CPU budget is at least the one grading gives it, so no case counts as killed
+            # that grading would let pass
+            seconds = engine.policy.seconds(mutant.assignment, timeouts[case_id], timeouts[case_id])
             conn.send(("start", case_id, seconds))
             try:
-                with wall_limit(seconds):
-                    run = engine.run(cases[case_id])
-            except WallTimeout as exc:
-                run = Run(fault=policy.timed_out(seconds, describe_exception(exc, engine.roots).where))
+                run = engine.run(cases[case_id], timeouts[case_id], seconds=seconds)
             except RecursionError as exc:
                 run = Run(fault=f"RecursionError: {exc}")
             conn.send(("done", case_id, _slim(run)))

@@ -5,11 +5,14 @@
   `metadata.grader.module`, set by the generator) goes to that module, after the head
   (docstring, imports) and before the tail of reference/'s file. Locked cells take the source
   notebook's text when it is given, as `nbgrader autograde` restores them.
-- `cell_scores` sums a report's case scores per test cell (one per topic).
+- `cell_scores` sums a report's case scores per test cell (one per topic); `cell_outputs`
+  adds what each test cell prints when nbgrader autogrades it (`grader.report.cell.printed`).
 - `write_grades` stores those scores in nbgrader's gradebook.db through nbgrader's own
   `Gradebook` (one Grade per grade cell, as `auto_score`) and makes
-  `autograded/<student>/<assignment>/` with the submitted timestamp, so that `nbgrader
-  export` and formgrader show the submission as autograded.
+  `autograded/<student>/<assignment>/` with the submitted timestamp: its notebook has the
+  locked cells restored, no output but the test cells', and each test cell's output as the
+  kernel would print it, so that `nbgrader export`, `generate_feedback` and formgrader show
+  the submission as autograded, with the same diagnostics.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from grader.authoring.notebooks import _slug, package_files
 from grader.notebook import LAYOUT
 from grader.pipeline import REPO
+from grader.report.cell import printed
 from grader.report.model import CaseResult
 
 
@@ -107,21 +112,82 @@ def extract(
     return Path(directory)
 
 
+def _cell_id(topic: str) -> str:
+    return f"test_{_slug(topic)}"
+
+
 def cell_scores(results: Iterable[CaseResult], assignment: str) -> dict[str, float]:
     """Points per test cell (`test_<topic>`) of the assignment's notebook."""
     scores: dict[str, float] = {}
     for r in results:
         if r.assignment == assignment:
-            key = f"test_{_slug(r.topic)}"
+            key = _cell_id(r.topic)
             scores[key] = scores.get(key, 0.0) + r.points
     return scores
 
 
-def write_grades(course: str | Path, assignment: str, student: str, scores: dict[str, float]) -> None:
-    """Store `scores` (grade cell id -> points) for the student's submission of the
-    assignment, as `nbgrader autograde` would; the notebook is named after the assignment.
-    A test cell the student deleted scores zero, as it does when autograding."""
-    write_class_grades(course, assignment, {student: scores})
+@dataclass
+class CellOutput:
+    """A test cell as `nbgrader autograde` leaves it: what it printed, and its value."""
+
+    points: float
+    text: str
+
+
+def cell_outputs(results: Iterable[CaseResult], assignment: str) -> dict[str, CellOutput]:
+    """Each test cell's output, as `grader.notebook.grade_cell` prints and returns it when
+    autograding: the public cases' report, then the hidden cases' (framed), then the points."""
+    topics: dict[str, dict[str, list[CaseResult]]] = {}
+    for r in results:
+        if r.assignment == assignment:
+            topics.setdefault(r.topic, {"public": [], "hidden": []})[r.suite].append(r)
+    outputs = {}
+    for topic, suites in topics.items():
+        earned = sum(r.points for r in suites["public"])
+        text = printed(suites["public"], topic, "public") + "\n"
+        if suites["hidden"]:
+            earned += sum(r.points for r in suites["hidden"])
+            text += printed(suites["hidden"], topic, "hidden") + "\n"
+        outputs[_cell_id(topic)] = CellOutput(float(earned), text)
+    return outputs
+
+
+def autograded_notebook(submitted: Path, source: Path | None, outputs: dict[str, CellOutput]) -> dict:
+    """The submitted notebook as `nbgrader autograde` leaves it, without running a kernel:
+    locked cells as the source notebook has them, every output cleared, and each test cell's
+    output written in (`outputs`: grade cell id -> output). Raises `NotebookError`."""
+    read_cells(submitted)  # what the fast path accepts as a notebook, checked once
+    nb = json.loads(submitted.read_text(encoding="utf-8"))
+    originals = _cells_by_id(read_cells(source)) if source is not None and source.is_file() else {}
+    for cell in nb["cells"]:
+        meta = (cell.get("metadata") or {}).get("nbgrader", {})
+        grade_id = meta.get("grade_id")
+        original = originals.get(grade_id)
+        if original is not None and original.metadata.get("nbgrader", {}).get("locked"):
+            cell["source"] = original.source
+        if cell.get("cell_type") != "code":
+            continue
+        cell["outputs"], cell["execution_count"] = [], None
+        if grade_id in outputs:
+            out = outputs[grade_id]
+            cell["outputs"] = [
+                {"output_type": "stream", "name": "stdout", "text": out.text},
+                {
+                    "output_type": "execute_result",
+                    "execution_count": None,
+                    "data": {"text/plain": repr(out.points)},
+                    "metadata": {},
+                },
+            ]
+    return nb
+
+
+def write_grades(course: str | Path, assignment: str, student: str, results: Iterable[CaseResult]) -> None:
+    """Store the results' points per grade cell for the student's submission of the
+    assignment, and their output in its autograded notebook, as `nbgrader autograde` would;
+    the notebook is named after the assignment. A test cell the student deleted scores
+    zero, as it does when autograding."""
+    write_class_grades(course, assignment, {student: list(results)})
 
 
 def import_nbgrader() -> None:
@@ -155,19 +221,42 @@ def import_nbgrader_meanwhile() -> None:
     threading.Thread(target=quietly, name="import nbgrader", daemon=True).start()
 
 
-def write_class_grades(course: str | Path, assignment: str, scores: dict[str, dict[str, float]]) -> None:
-    """`write_grades` for many students (student -> grade cell id -> points), in one
-    gradebook session and one commit."""
-    import_nbgrader()
-    from nbgrader.api import Gradebook
+def submitted_at(folder: Path) -> tuple[datetime | None, str | None]:
+    """When the submission in `folder` was handed in, as nbgrader reads its `timestamp.txt`
+    (None: no file), and what is wrong with the file, if anything. nbgrader's `autograde`
+    stops on a timestamp it cannot read; here that one student is graded as if handed in
+    with no timestamp (never late), and the reason is given to print."""
     from nbgrader.utils import parse_utc
 
+    path = folder / "timestamp.txt"
+    if not path.is_file():
+        return None, None
+    text = path.read_text(errors="replace").strip()
+    try:
+        return parse_utc(text), None
+    except (ValueError, OverflowError):  # dateutil's ParserError is a ValueError
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        return None, f"{path}: {shown!r} is not a date: graded with no submission time"
+
+
+def write_class_grades(
+    course: str | Path, assignment: str, results: dict[str, Iterable[CaseResult]]
+) -> list[str]:
+    """`write_grades` for many students (student -> results), in one gradebook session and
+    one commit. Returns what was wrong on the way (a timestamp that is not a date: see
+    `submitted_at`), one line each."""
+    import_nbgrader()
+    from nbgrader.api import Gradebook
+
     course = Path(course)
+    problems: dict[str, str] = {}
+    outputs = {student: cell_outputs(found, assignment) for student, found in results.items()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student, cells in scores.items():
+        for student, cells in outputs.items():
             submitted = course / "submitted" / student / assignment
-            stamp = submitted / "timestamp.txt"
-            timestamp = parse_utc(stamp.read_text().strip()) if stamp.is_file() else None
+            timestamp, problem = submitted_at(submitted)
+            if problem:
+                problems[student] = problem
             try:
                 present = set(_cells_by_id(read_cells(submitted / f"{assignment}.ipynb")))
             except NotebookError:
@@ -177,15 +266,22 @@ def write_class_grades(course: str | Path, assignment: str, scores: dict[str, di
             # with autoflush on, SQLAlchemy flushes the half-built objects and warns (SAWarning)
             with gb.db.no_autoflush:
                 gb.update_or_create_submission(assignment, student, timestamp=timestamp)
-            for grade_id, points in cells.items():
+            for grade_id, output in cells.items():
                 grade = gb.find_grade(grade_id, assignment, assignment, student)
-                grade.auto_score = points if grade_id in present else 0.0
+                grade.auto_score = output.points if grade_id in present else 0.0
                 grade.needs_manual_grade = False
         gb.db.commit()
-    for student in scores:
+    source = course / "source" / assignment / f"{assignment}.ipynb"
+    for student, cells in outputs.items():
         submitted = course / "submitted" / student / assignment
         autograded = course / "autograded" / student / assignment
         autograded.mkdir(parents=True, exist_ok=True)
         for path in submitted.iterdir():
-            if path.is_file():
+            # a timestamp nbgrader cannot read stays behind: its other commands would stop on it
+            if path.is_file() and not (path.name == "timestamp.txt" and student in problems):
                 shutil.copy2(path, autograded / path.name)
+        notebook = autograded / f"{assignment}.ipynb"
+        with contextlib.suppress(NotebookError, OSError):  # unreadable: left as handed in
+            made = autograded_notebook(submitted / notebook.name, source, cells)
+            notebook.write_text(json.dumps(made, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return list(problems.values())

@@ -13,9 +13,11 @@ student still sees it); a cell without a region is locked, so autograding restor
 Every code cell records the module it came from (`metadata.grader.module`): that is how
 `grader.authoring.nbgrader_io.extract` turns a submitted notebook back into a package.
 
-A test cell is worth its topic's public and hidden points. Its hidden part sits between
-`### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`; its last expression is the points
-earned, which nbgrader takes as partial credit.
+A test cell is worth its topic's public and hidden points. It is one call,
+`grade_cell(...)`, whose value (the points earned) nbgrader takes as partial credit; the
+call runs the hidden cases only when nbgrader autogrades. So the cell's source is the same
+in the source, the released and the submitted notebook: nbgrader's checksum of it never
+changes, and `nbgrader autograde` has nothing to warn about.
 
 `check` reports drift between the committed notebooks and what would be generated.
 """
@@ -88,9 +90,12 @@ The **reflected operators** at the end (`__radd__`, `__rmul__`, ...) make `2 * x
 Python first asks `int.__mul__`, which does not know Value and returns `NotImplemented`;
 then it tries `x.__rmul__(2)`. Being compositions of the primitives, they need no rule.
 
-`backward()` must run the closures in reverse topological order (a node's gradient is
-complete only once every node that uses it has passed its share back). Use a loop, not
-recursion: a chain of 100 000 operations must work.""",
+`backward()` has two tasks. First the order: the closures must run in reverse topological
+order (a node's gradient is complete only once every node that uses it has passed its share
+back). Use a loop, not recursion: a chain of 100 000 operations must work. Then the pass:
+start every interior node's gradient from zero (unlike Karpathy's micrograd, so a second
+`backward()` adds to the leaves without counting the first one's interior gradients again),
+seed the output with 1 and run the closures.""",
     ("nn", "Module"): """## Neurons, layers, an MLP
 
 `Module.zero_grad` resets every parameter's gradient. Why is it needed? Because every
@@ -125,8 +130,8 @@ A node used by several ops receives one partial adjoint from each; its gradient 
 sum. Visit nodes in reverse topological order so that the list is complete when you get to
 a node.""",
     ("autograd", "find_topo_sort"): """Post-order depth-first search: a node comes after all
-of its inputs. Graphs may be deeper than Python's recursion limit (a 10^4-step chain), so
-keep your own stack.""",
+of its inputs, visited in order. Graphs may be far deeper than Python's recursion limit (a
+chain of 10^5 ops), so keep your own stack.""",
     ("ops", "_keep_float_dtype"): """## The ops
 
 Each op below has `compute` (given) and `gradient` (yours). Write gradients only with
@@ -294,20 +299,8 @@ def package_files(reference: Path, assignment: str) -> dict[str, Split]:
 def test_cell_source(assignment: str, topic: Topic, scale: float = 1.0, without: tuple[str, ...] = ()) -> str:
     """The cell's code; a scope that leaves ops out or scales the points is passed on."""
     extra = (f", scale={scale!r}" if scale != 1.0 else "") + (f", without={without!r}" if without else "")
-
-    def call(suite: str) -> str:
-        return f"grade_topic({assignment!r}, {topic.name!r}, {suite!r}, globals(){extra})"
-
-    lines = ["from grader.notebook import grade_topic", ""]
-    lines.append("points = " + call("public"))
-    if topic.hidden:
-        lines += [
-            "### BEGIN HIDDEN TESTS",
-            "points += " + call("hidden"),
-            "### END HIDDEN TESTS",
-        ]
-    lines.append("points")
-    return "\n".join(lines)
+    call = f"grade_cell({assignment!r}, {topic.name!r}, globals(){extra})"
+    return f"from grader.notebook import grade_cell\n\n{call}"
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, points: float = 0) -> dict:
@@ -328,7 +321,7 @@ Scoped = tuple[Topic, float, tuple[str, ...]]
 
 def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Scoped]:
     """Each topic the scope grades, with only its cases in scope and their scaled points, and
-    the scale and the left-out needs its test cell passes on to `grade_topic`."""
+    the scale and the left-out needs its test cell passes on to `grade_cell`."""
     if scope is None:
         return [(topic, 1.0, ()) for topic in topics(assignment, suites)]
     without = tuple(sorted(scope.excluded))

@@ -11,6 +11,8 @@ oracles) and shipped in the student bundle. It imports nothing from the trusted 
     quantity.py  Quantity: the plain numbers that cross to the verdict
     run.py       run one case on one `lib` -> Run (results, tape, or the error)
     loading.py   import a submission's package from its directory, fresh every time
+    limits.py    how long a case may run: the probe, the short budgets, the cut-off
+    inprocess.py the in-process engine: cases run in this process, within those limits
     worker.py    the sandbox worker's main loop; wire.py its messages; seccomp.py its
                  system-call filter; hang.py where a timed-out case was stuck
 """

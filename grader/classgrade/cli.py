@@ -102,8 +102,8 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         backend = LocalBackend(jobs, limits.budget + GRACE, warm=not args.cold)
     oracle = oracle_of(args)
     name = "gradebook"
-    if args.nbgrader:
-        name += f"-{args.nbgrader_assignment}"  # one class gradebook per assignment of the course
+    if only:
+        name += "-" + "-".join(sorted(only))  # one gradebook per choice of assignments: see exports
     if shard:
         name += f"-shard{shard[0]}of{shard[1]}"
     gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
@@ -131,11 +131,20 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     with Gradebook(gradebook) as book:
         reports = dict(book.reports())  # decoded once: the summary and every export render them
         Console().print(summary(book, reports, run, seconds, jobs))
-        written = export_all(book, out, args.hidden_visibility, reports)
+        others = [
+            Gradebook(p) for p in sorted(out.glob("gradebook*.db")) if p.resolve() != gradebook.resolve()
+        ]
+        try:  # every assignment graded into OUT, by this run or another, is exported
+            written = export_all([book, *others], out, args.hidden_visibility, reports)
+        finally:
+            for other in others:
+                other.close()
         if args.nbgrader:
             from grader.classgrade.nbgrader import write_course_grades
 
-            count = write_course_grades(root, args.nbgrader_assignment, reports)
+            count, problems = write_course_grades(root, args.nbgrader_assignment, reports)
+            for problem in problems:
+                Console().print(f"warning: {problem}", markup=False, highlight=False, soft_wrap=True)
             Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
     Console().print(
         f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}"

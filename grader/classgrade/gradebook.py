@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS results (
     visibility  TEXT NOT NULL,
     description TEXT NOT NULL,
     seconds     REAL NOT NULL,
-    details     TEXT NOT NULL DEFAULT '{}',  -- JSON: the case's ops, the blamed rule, the graph
+    details     TEXT NOT NULL DEFAULT '{}',  -- JSON: the case's ops, the blamed rule, the slip, the graph
     PRIMARY KEY (student, case_id)
 );
 """
@@ -62,7 +62,7 @@ RESULT_COLUMNS = (
     "hidden, visibility, description, seconds, details"
 )
 #: what `details` holds: what the pages need to draw the wrong node and rate each op
-DETAILS = ("ops", "blame", "graph")
+DETAILS = ("ops", "blame", "slip", "graph")
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,11 @@ class Gradebook:
         if row is None:
             raise KeyError(student)
         return dict(zip(SUBMISSION_COLUMNS.split(", "), row, strict=True))
+
+    def stamps(self) -> dict[str, tuple[str | None, str]]:
+        """Student -> (when it was handed in, if known; when it was graded)."""
+        rows = self.db.execute("SELECT student, timestamp, graded_at FROM submissions")
+        return {student: (timestamp, graded_at) for student, timestamp, graded_at in rows}
 
     def report(self, student: str) -> Report:
         """The student's report, as the report model (every export renders this)."""

@@ -30,3 +30,10 @@ def hidden_text(results: list[CaseResult], title: str) -> str:
     earned = sum(r.points for r in results)
     total = sum(r.max_points for r in results)
     return f"{HIDDEN_BEGIN}\n{cell_text(results, title)}\n{HIDDEN_END} {earned:g}/{total:g} points"
+
+
+def printed(results: list[CaseResult], topic: str, suite: str) -> str:
+    """What a test cell prints for the results of one suite of `topic`: in the notebook's
+    kernel, and in the autograded notebook the fast path into a course writes."""
+    title = f"{topic} ({suite})"
+    return hidden_text(results, title) if suite == "hidden" else cell_text(results, title)

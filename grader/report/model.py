@@ -59,6 +59,8 @@ class CaseResult:
     #: the op rule (or "backward", or the function that raised) a failure is laid at, ""
     #: when not one op: from the diagnosis, as data
     blame: str = ""
+    #: the catalogued slip the message names (`grader/assignments/<name>/slips.py`), if any
+    slip: str = ""
     #: the expression around the wrong node, as plain data (`draw.draw_graph` draws it)
     graph: dict[str, Any] | None = None
 

@@ -1,15 +1,16 @@
 """Feedback without hidden tests: an nbconvert preprocessor for `nbgrader generate_feedback`.
 
-nbgrader's feedback is the autograded notebook as HTML: it would show each test cell's
-hidden part (restored from the source when autograding), the hidden cases' diagnostics
-(their names, their expected values) and tracebacks, and nbgrader has no setting that strips
-them. In every cell whose source has a hidden region this preprocessor
+nbgrader's feedback is the autograded notebook as HTML: it would show the hidden cases'
+diagnostics a test cell printed when autograding (their names, their expected values) and
+tracebacks, and nbgrader has no setting that strips them. In every grade cell this
+preprocessor
 
-- replaces the region by one comment line,
 - cuts the hidden report out of the output (between `grader.report.cell`'s HIDDEN_BEGIN and
   HIDDEN_END lines) and leaves its points line: `hidden cases: 9/13 points`,
 - replaces an error by its exception's name alone (a timeout's or a crash's traceback may
-  run through hidden code).
+  run through hidden code),
+- replaces a hidden region of the source, if the cell has one, by one comment line (the
+  kit's own test cells have none: they run the hidden cases when autograding).
 
 Configured in assignments/nbgrader_config.py, after nbgrader's GetGrades.
 """
@@ -62,15 +63,17 @@ class HideHiddenTests(Preprocessor):
     enabled = Bool(True, help="nbconvert runs only enabled preprocessors").tag(config=True)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
-        if cell.cell_type != "code" or BEGIN not in cell.source:
+        grade = cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+        if cell.cell_type != "code" or not (grade or BEGIN in cell.source):
             return cell, resources
+        region = BEGIN in cell.source
         cell.source = strip_source(cell.source)
         # Streams may come in pieces: join them before cutting (the points line comes first).
         text = "".join(o.text for o in cell.get("outputs", []) if o.output_type == "stream")
         text, seen = strip_text(text)
-        if not seen:
+        if region and not seen:
             text = "hidden cases: not run\n" + text
-        outputs = [new_output("stream", name="stdout", text=text)]
+        outputs = [new_output("stream", name="stdout", text=text)] if text else []
         for output in cell.get("outputs", []):
             if output.output_type == "error":
                 outputs.append(new_output("stream", name="stdout", text=f"stopped: {output.ename}\n"))

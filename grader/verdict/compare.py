@@ -14,7 +14,8 @@ with (rtol, atol) chosen by the coarser of the two dtypes involved:
     float16: rtol 1e-2, atol 1e-3
 
 Non-finite numbers must agree exactly: NaN where the oracle has NaN, the same infinity where
-it has one. Shapes must agree exactly: a gradient must have its input's shape.
+it has one. Shapes must agree exactly: a gradient must have its input's shape. So must the
+dtype of a gradient where the oracle's is not float64: a float32 input's gradient is float32.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Mismatch:
     name: str
     expected: Quantity | None
     actual: Quantity | None
-    reason: str  # "missing", "shape", "value", "nonfinite"
+    reason: str  # "missing", "shape", "value", "nonfinite", "dtype"
 
     @property
     def is_grad(self) -> bool:
@@ -93,6 +94,11 @@ def _close_small(expected: Quantity, actual: Quantity) -> str | None:
     return "value" if off else None
 
 
+def _gradient(name: str) -> bool:
+    """A result that is a gradient: `x.grad`, or an op's `gradient for a`."""
+    return name.endswith(".grad") or name.startswith("gradient for")
+
+
 def compare(expected: dict[str, Quantity | None], actual: dict[str, Quantity | None]) -> list[Mismatch]:
     """Every named result of the oracle that the submission got wrong or left out."""
     found = []
@@ -104,6 +110,8 @@ def compare(expected: dict[str, Quantity | None], actual: dict[str, Quantity | N
             found.append(Mismatch(name, e, None, "missing"))
             continue
         reason = close(e, a)
+        if reason is None and _gradient(name) and e.dtype != "float64" and a.dtype != e.dtype:
+            reason = "dtype"
         if reason:
             found.append(Mismatch(name, e, a, reason))
     return found

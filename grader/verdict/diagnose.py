@@ -24,13 +24,17 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, replace
 from types import ModuleType
+from typing import Any
 
+from grader.assignments import Slip
 from grader.case.quantity import Quantity
 from grader.case.run import Failure, Run
 from grader.case.trace import FORMATS, NodeRef, Step
 from grader.verdict.compare import Mismatch, close
 
 MAX_USERS = 6  # consumers listed in a message
+#: results whose expected value is the course's rule rather than PyTorch's (by name)
+CONTRACT_RESULT = "topological order"
 LEAVES = ("leaf", "parameter")
 
 
@@ -44,6 +48,8 @@ class Diagnosis:
     blame: str = ""
     #: the tape node the message is about (its wrong value or gradient), when there is one
     wrong: int | None = None
+    #: the catalogued slip the message names (`grader/assignments/<name>/slips.py`), if any
+    slip: str = ""
 
     def plus(self, text: str) -> Diagnosis:
         """The same diagnosis with `text` added to its message."""
@@ -65,6 +71,14 @@ def rule(name: str) -> str:
 def hints_for(assignment: str) -> ModuleType:
     """The assignment's hint texts (`grader/assignments/<name>/hints.py`)."""
     return importlib.import_module(f"grader.assignments.{assignment}.hints")
+
+
+def slips_for(assignment: str) -> tuple[Slip, ...]:
+    """The assignment's catalogue of slips (`grader/assignments/<name>/slips.py`)."""
+    try:
+        return importlib.import_module(f"grader.assignments.{assignment}.slips").SLIPS
+    except ModuleNotFoundError:
+        return ()
 
 
 class Tape:
@@ -198,7 +212,9 @@ def _q(x: Quantity | None) -> str:
 def _expected_got(e: Quantity | None, a: Quantity | None) -> str:
     """`expected X, got Y`, with the gap when both print the same (1 and 0.9999996)."""
     te, ta = _q(e), _q(a)
-    if te == ta and e is not None and a is not None and e.shape == a.shape:
+    if e is not None and a is not None and e.dtype != a.dtype and e.dtype != "float64":
+        te, ta = f"{te} ({e.dtype})", f"{ta} ({a.dtype})"
+    elif te == ta and e is not None and a is not None and e.shape == a.shape:
         ta += f" (off by {float(abs(e.array() - a.array()).max()):.2g})"
     return f"expected {te}, got {ta}"
 
@@ -234,8 +250,6 @@ def _failure_text(failure: Failure, hints: ModuleType) -> str:
         first = failure.message.splitlines()[0] if failure.message else ""
         text = f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}"
         text += f"\n  {hints.TOPO or hints.ORDER}"
-    if failure.type == "RecursionError":
-        text += f"\n  {hints.RECURSION}"
     return text
 
 
@@ -577,7 +591,7 @@ def _path(tape: Tape, i: int, limit: int = 6) -> str:
 def explain_results(mismatches: list[Mismatch]) -> str:
     lines = []
     for m in mismatches[:6]:
-        note = _shape_note(m.expected, m.actual)
+        note = _shape_note(m.expected, m.actual) if m.is_grad else ""  # only gradients: not an order
         lines.append(f"  {m.name}: {_expected_got(m.expected, m.actual)}{note}")
     if len(mismatches) > 6:
         lines.append(f"  ... and {len(mismatches) - 6} more")
@@ -592,7 +606,7 @@ def explain_orders(tape: Tape, mismatches: list[Mismatch]) -> str:
             continue
         names = [", ".join(_node_name(tape, x) for x in q.data) for q in (m.expected, m.actual)]
         lines.append(f"\n  {m.name}, as nodes: expected {names[0]}\n    got {names[1]}")
-    return "".join(lines) + (f"\n  {tape.hints.SORT_ORDER}" if lines and tape.hints.SORT_ORDER else "")
+    return "".join(lines)
 
 
 def _node_name(tape: Tape, x: float) -> str:
@@ -621,6 +635,60 @@ def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     return "".join(f"\n  {h}" for h in hints)
 
 
+@dataclass
+class Evidence:
+    """What a slip's detector may read about one failed case: the tapes (`tape`; `at_pass`,
+    the backward() call that first went wrong), the results that differ, the exception the
+    submission raised, and the diagnosis found so far (what it blames, which node)."""
+
+    tape: Tape
+    mismatches: list[Mismatch]
+    failure: Failure | None
+    diagnosis: Diagnosis
+
+    @property
+    def at_pass(self) -> Tape:
+        return _first_wrong_pass(self.tape)
+
+    def op_nodes(self) -> list[int]:
+        """The tape's op nodes (not leaves, parameters or gradients), in tape order."""
+        return [i for i, step in enumerate(self.tape.steps) if step.op not in (*LEAVES, "grad")]
+
+    def rule_pair(self, i: int) -> tuple[Any, Any] | None:
+        """Node i's rule probed alone, (PyTorch's, the submission's) as flat arrays, when
+        both are known and the submission's is wrong."""
+        if self.tape.rule(i) is not False:
+            return None
+        e, a = self.tape.expected[i].get("rule"), self.tape.actual[i].get("rule")
+        if e is None or a is None or e.shape != a.shape:
+            return None
+        return e.array().reshape(-1), a.array().reshape(-1)
+
+    def value(self, i: int) -> Any:
+        """Node i's value (PyTorch's) as an array."""
+        return self.tape.expected[i]["value"].array()
+
+    def inputs(self, i: int) -> list[int]:
+        return [r.index for r in self.tape.steps[i].inputs if isinstance(r, NodeRef)]
+
+
+def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...]) -> Diagnosis:
+    """The first catalogued slip whose detector recognises the case: its line goes right
+    under the message's first line, and its name into the diagnosis."""
+    for slip in slips:
+        try:
+            fields = slip.detect(evidence)
+        except (KeyError, IndexError, ValueError, ZeroDivisionError, FloatingPointError):
+            fields = None  # a detector that cannot read this tape does not recognise it
+        if fields is None:
+            continue
+        first, _, rest = diagnosis.message.partition("\n")
+        message = f"{first}\n  {slip.says(fields)}" + (f"\n{rest}" if rest else "")
+        blamed = slip.blame.format(**fields) if slip.blame else diagnosis.blame
+        return replace(diagnosis, message=message, slip=slip.name, blame=blamed)
+    return diagnosis
+
+
 def uses_mlp(expected: Run) -> bool:
     """Does the case build an MLP from the submission's nn module?"""
     return any(step.op in ("parameter", "mlp") for step in expected.steps)
@@ -635,13 +703,16 @@ def mlp_note(expected: Run, assignment: str) -> str:
 def diagnose(
     expected: Run, actual: Run, mismatches: list[Mismatch], assignment: str | None = None
 ) -> Diagnosis:
-    """The diagnosis of a failed case: the op to fix first, then the results that differ."""
+    """The diagnosis of a failed case: the op to fix first and, when the catalogue knows
+    it, the slip; then the results that differ."""
     if assignment is None:
         assignment = "needle" if _tensor_entries(expected.tape) else "micrograd"
     hints = hints_for(assignment)
-    if actual.failure is not None:
-        return explain_failure(actual.failure, hints).plus(mlp_note(expected, assignment))
     tape = Tape(expected, actual, hints)
+    if actual.failure is not None:
+        found = explain_failure(actual.failure, hints)
+        evidence = Evidence(tape, mismatches, actual.failure, found)
+        return name_slip(found, evidence, slips_for(assignment)).plus(mlp_note(expected, assignment))
     values = [m for m in mismatches if not m.is_grad]
     wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
     head = explain_forward(tape) if values or wrong_grad_node else None
@@ -649,9 +720,14 @@ def diagnose(
         head = explain_gradient(tape)
     listing = explain_results(mismatches) + explain_orders(tape, mismatches)
     if head is None:
-        text = "results differ from PyTorch:\n" + listing + _structure_hints(tape, mismatches)
-        return Diagnosis(text + mlp_note(expected, assignment))
-    return head.plus(f"{mlp_note(expected, assignment)}\nresults that differ:\n{listing}")
+        # a topological order is the course's rule (PyTorch has none to compare with)
+        ours = all(CONTRACT_RESULT in m.name for m in mismatches)
+        title = "results differ from the contract:" if ours else "results differ from PyTorch:"
+        head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}")
+        listing = ""
+    head = name_slip(head, Evidence(tape, mismatches, None, head), slips_for(assignment))
+    head = head.plus(mlp_note(expected, assignment))
+    return head.plus(f"\nresults that differ:\n{listing}") if listing else head
 
 
 def op_name(tape: Tape, i: int) -> str:

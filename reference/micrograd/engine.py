@@ -144,31 +144,49 @@ class Value:
     # ---- backward: the chain rule over the whole graph ----
 
     def backward(self):
-        """Fill in `grad` of every node that `self` depends on.
+        """Fill in `grad` of every node that `self` depends on, as PyTorch would.
 
-        A node's gradient is complete only once every node that uses it has passed its
-        contribution back, so the closures must run in reverse topological order: outputs
-        before the inputs they were computed from.
+        The contract, which goes beyond Karpathy's micrograd:
+
+        - `self.grad` is seeded with 1: d self / d self.
+        - Every interior node (one made by an op) starts this pass from zero, so its `grad`
+          is its gradient in this pass alone. Leaves keep what they had and add to it:
+          calling backward() twice adds the same gradients to the leaves twice, as
+          PyTorch does, and `Module.zero_grad()` is how a training loop resets them.
+          Without the reset, a second call would push the first call's interior gradients
+          through the graph again and count them twice.
+        - A chain of 10^5 operations works: Python's recursion limit (about 1000 frames)
+          rules out a recursive graph walk.
         """
+        # Task 1: the order. A node's gradient is complete only once every node that uses
+        # it has passed its contribution back, so the closures must run in reverse
+        # topological order: outputs before the inputs they were computed from.
+        # A depth-first search that places each node after all of its inputs (post-order)
+        # gives a topological order. Write it with an explicit stack, not recursion: the
+        # stack holds the path from the output down, each node with an iterator over the
+        # inputs it has still to visit, which is exactly what recursion's frames would hold.
         ### BEGIN SOLUTION
-        # hint: order the nodes topologically (with a loop: 10**5 ops must work), then run each _backward
-        # Depth-first post-order with an explicit stack instead of recursion, so that a
-        # chain of 100 000 operations does not hit Python's recursion limit.
+        # hint: a list `topo`, each node after its inputs: an iterative post-order DFS (10**5 ops deep)
         topo, visited = [], set()
-        stack = [(self, False)]
+        visited.add(self)
+        stack = [(self, iter(self._prev))]
         while stack:
-            node, children_done = stack.pop()
-            if children_done:
+            node, inputs = stack[-1]
+            for child in inputs:
+                if child not in visited:  # go down into the first input not visited yet
+                    visited.add(child)
+                    stack.append((child, iter(child._prev)))
+                    break
+            else:  # every input is placed: the node comes after them
+                stack.pop()
                 topo.append(node)
-            elif node not in visited:
-                visited.add(node)
-                stack.append((node, True))
-                stack.extend((child, False) for child in node._prev)
+        ### END SOLUTION
 
-        # Interior gradients belong to this one pass: start them from zero, so that calling
-        # backward() twice adds the leaves' gradients twice (as PyTorch does) instead of
-        # pushing the first pass's interior gradients through again. Leaves keep
-        # accumulating; Module.zero_grad() is how a training loop resets them.
+        # Task 2: the pass. Reset the interior nodes' gradients (the leaves' accumulate),
+        # seed the output with 1, then run every node's `_backward` in reverse topological
+        # order.
+        ### BEGIN SOLUTION
+        # hint: zero the interior nodes' grad, set self.grad = 1, then call _backward over reversed(topo)
         for node in topo:
             if node._prev:
                 node.grad = 0.0

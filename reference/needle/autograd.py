@@ -280,29 +280,30 @@ def find_topo_sort(node_list):
 
     A post-order depth-first search appends a node only after all of its inputs (and
     theirs, recursively) have been appended, so every node comes after the nodes it
-    was computed from: that is a topological order. Graphs can be far deeper than
-    Python's recursion limit (a 10^4-step chain), so a recursive search may fail on them.
+    was computed from: that is a topological order. The order is the contract's: the
+    roots one after the other, each node's inputs in the order of `node.inputs`, a node
+    already placed skipped. A chain of 10^5 ops must work, and Python's recursion limit
+    (about 1000 frames) rules out a recursive search.
     """
+    # An explicit stack instead of recursion: it holds the path from the root down, each
+    # node with an iterator over the inputs it has still to visit, which is exactly what
+    # recursion's frames would hold, so the order is the recursive search's.
     ### BEGIN SOLUTION
-    # hint: post-order DFS: inputs first (in order), then the node; skip visited nodes
-    # The DFS keeps its own stack of (node, iterator over its remaining inputs)
-    # instead of recursing, so graphs deeper than Python's recursion limit work.
-    # It visits nodes in exactly the order the recursive version would.
-    visited = set()
-    topo_order = []
+    # hint: post-order DFS with an explicit stack: inputs first (in order), then the node; skip visited nodes
+    topo_order, visited = [], set()
     for root in node_list:
         if root in visited:
             continue
         visited.add(root)
         stack = [(root, iter(root.inputs))]
         while stack:
-            node, remaining_inputs = stack[-1]
-            for inp in remaining_inputs:
-                if inp not in visited:
+            node, inputs = stack[-1]
+            for inp in inputs:
+                if inp not in visited:  # go down into the first input not visited yet
                     visited.add(inp)
                     stack.append((inp, iter(inp.inputs)))
                     break
-            else:  # all inputs done: the node comes after them
+            else:  # every input is placed: the node comes after them
                 stack.pop()
                 topo_order.append(node)
     return topo_order

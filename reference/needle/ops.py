@@ -211,10 +211,10 @@ class ReLU(TensorOp):
         return numpy.maximum(a, 0)
 
     def gradient(self, out_grad: Tensor, node: Tensor):
+        # The slope is a constant mask: relu's slope is piecewise constant, so its own
+        # derivative is 0 and no gradient needs to flow through the mask.
         ### BEGIN SOLUTION
         # hint: slope 1 where the input is > 0, else 0: a constant Tensor mask
-        # The mask is a constant: relu's slope is piecewise constant, so its own
-        # derivative is 0 and no gradient needs to flow through the mask.
         a = node.inputs[0].realize_cached_data()
         mask = Tensor(a > 0, dtype=a.dtype, requires_grad=False)
         return out_grad * mask

@@ -126,14 +126,35 @@ class Value:
     # ---- backward: the chain rule over the whole graph ----
 
     def backward(self):
-        """Fill in `grad` of every node that `self` depends on.
+        """Fill in `grad` of every node that `self` depends on, as PyTorch would.
 
-        A node's gradient is complete only once every node that uses it has passed its
-        contribution back, so the closures must run in reverse topological order: outputs
-        before the inputs they were computed from.
+        The contract, which goes beyond Karpathy's micrograd:
+
+        - `self.grad` is seeded with 1: d self / d self.
+        - Every interior node (one made by an op) starts this pass from zero, so its `grad`
+          is its gradient in this pass alone. Leaves keep what they had and add to it:
+          calling backward() twice adds the same gradients to the leaves twice, as
+          PyTorch does, and `Module.zero_grad()` is how a training loop resets them.
+          Without the reset, a second call would push the first call's interior gradients
+          through the graph again and count them twice.
+        - A chain of 10^5 operations works: Python's recursion limit (about 1000 frames)
+          rules out a recursive graph walk.
         """
+        # Task 1: the order. A node's gradient is complete only once every node that uses
+        # it has passed its contribution back, so the closures must run in reverse
+        # topological order: outputs before the inputs they were computed from.
+        # A depth-first search that places each node after all of its inputs (post-order)
+        # gives a topological order. Write it with an explicit stack, not recursion: the
+        # stack holds the path from the output down, each node with an iterator over the
+        # inputs it has still to visit, which is exactly what recursion's frames would hold.
         # YOUR CODE HERE
-        raise NotImplementedError('order the nodes topologically (with a loop: 10**5 ops must work), then run each _backward')
+        raise NotImplementedError('a list `topo`, each node after its inputs: an iterative post-order DFS (10**5 ops deep)')
+
+        # Task 2: the pass. Reset the interior nodes' gradients (the leaves' accumulate),
+        # seed the output with 1, then run every node's `_backward` in reverse topological
+        # order.
+        # YOUR CODE HERE
+        raise NotImplementedError("zero the interior nodes' grad, set self.grad = 1, then call _backward over reversed(topo)")
 
     # ---- everything else is built from the primitives above ----
     #

@@ -271,11 +271,16 @@ def find_topo_sort(node_list):
 
     A post-order depth-first search appends a node only after all of its inputs (and
     theirs, recursively) have been appended, so every node comes after the nodes it
-    was computed from: that is a topological order. Graphs can be far deeper than
-    Python's recursion limit (a 10^4-step chain), so a recursive search may fail on them.
+    was computed from: that is a topological order. The order is the contract's: the
+    roots one after the other, each node's inputs in the order of `node.inputs`, a node
+    already placed skipped. A chain of 10^5 ops must work, and Python's recursion limit
+    (about 1000 frames) rules out a recursive search.
     """
+    # An explicit stack instead of recursion: it holds the path from the root down, each
+    # node with an iterator over the inputs it has still to visit, which is exactly what
+    # recursion's frames would hold, so the order is the recursive search's.
     # YOUR CODE HERE
-    raise NotImplementedError('post-order DFS: inputs first (in order), then the node; skip visited nodes')
+    raise NotImplementedError('post-order DFS with an explicit stack: inputs first (in order), then the node; skip visited nodes')
 
 
 def sum_node_list(node_list):

@@ -442,3 +442,43 @@ def test_user_mistakes_exit_2(tmp_path):
             [sys.executable, "-m", "grader", *args], env=_env(), cwd=REPO, capture_output=True, text=True
         )
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_each_assignment_graded_into_one_folder_stays_in_its_exports(tmp_path):
+    """A class graded for micrograd, then for needle, into the same folder: every export
+    (grades.csv, cases.csv, results/, pages/) holds both, each as its last run graded it."""
+    students = make_class(tmp_path / "class", 3, only=["reference", "bug-tanh-no-square", "template"])
+    out = tmp_path / "out"
+    picked = {"micrograd": "micrograd/test_accumulation::*", "needle": "needle/test_matmul::*"}
+
+    def grade_class_for(assignment: str, *more: str) -> None:
+        command = [sys.executable, "-m", "grader", "grade-class", str(tmp_path / "class"), "--out", str(out),
+                   "--jobs", "2", "--cache-dir", str(tmp_path / "cache"), "--assignment", assignment,
+                   "--only-cases", picked[assignment], *more]  # fmt: skip
+        done = subprocess.run(command, env=_env(), cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    for assignment in picked:
+        grade_class_for(assignment)
+    books = {a: Gradebook(out / f"gradebook-{a}.db") for a in picked}
+    try:
+        graded = {(s, a): book.report(s) for a, book in books.items() for s in students}
+    finally:
+        for book in books.values():
+            book.close()
+    with (out / "grades.csv").open() as fh:
+        rows = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(fh)}
+    assert rows == {key: report.score for key, report in graded.items()}
+    with (out / "cases.csv").open() as fh:
+        cases = sorted((r["student_id"], r["case_id"]) for r in csv.DictReader(fh))
+    assert cases == sorted((s, r.id) for (s, _), report in graded.items() for r in report.results)
+    for student in students:
+        results = json.loads((out / "results" / student / "results.json").read_text())
+        assert len(results["tests"]) == sum(len(graded[student, a].results) for a in picked)
+        assert results["score"] == pytest.approx(sum(graded[student, a].score for a in picked))
+        page = (out / "pages" / "students" / f"{student}.html").read_text()
+        assert all(assignment in page for assignment in picked)
+    grade_class_for("micrograd", "--force")  # graded again: micrograd's rows are the newer, needle's stay
+    with (out / "grades.csv").open() as fh:
+        again = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(fh)}
+    assert again == rows

@@ -424,14 +424,14 @@ def gradescope_each(cache: Path, where: Path, layouts: list[str]) -> dict[str, O
 def classroom_each(cache: Path, where: Path, layouts: list[str]) -> dict[str, Outcome]:
     """GitHub Classroom's command on each layout as the student's repository."""
     from grader.classroom import grade_repository
+    from grader.report.classroom import totals
 
     found = {}
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GRADER_CACHE", str(cache))
         for name in layouts:
-            document = grade_repository(LAYOUTS[name](where / name), SMALL, timeout=10.0, budget=60.0)
-            score = sum(test["score"] for test in document["tests"])
-            found[name] = Outcome(score, document["max_score"], json.dumps(document))
+            runners = grade_repository(LAYOUTS[name](where / name), SMALL, timeout=10.0, budget=60.0)
+            found[name] = Outcome(*totals(runners), json.dumps(runners))
     return found
 
 

@@ -8,6 +8,9 @@ Takes a few minutes (most of it one kernel per submission).
 
 from __future__ import annotations
 
+import csv
+import html as html_module
+import json
 import re
 import shutil
 import warnings
@@ -80,7 +83,8 @@ def course(tmp_path_factory):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
     notebooks = {key: submit(course, *key, nb) for key, nb in submissions(course).items()}
     for assignment in ("micrograd", "needle"):
-        nbgrader(course, "autograde", assignment, "--force", env=env)
+        done = nbgrader(course, "autograde", assignment, "--force", env=env)
+        (course.parent / f"autograde-{assignment}.log").write_text(done.stdout + done.stderr)
     # graded alone, with a short cell timeout, so the hang costs CELL_TIMEOUT seconds
     stuck = edit(filled(course, "micrograd"), "        self.grad = 1.0\n", STUCK)
     notebooks["stuck", "micrograd"] = submit(course, "stuck", "micrograd", stuck)
@@ -88,6 +92,7 @@ def course(tmp_path_factory):
     nbgrader(course, "autograde", "micrograd", "--student", "stuck", "--force", timeout, env=env)
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_feedback", assignment, "--force", env=env)
+    shutil.copy(course / "feedback" / "buggy" / "micrograd" / "micrograd.html", course.parent / "buggy.html")
     # the same code, out of the notebooks, graded as a directory
     reports = {}
     for (student, assignment), path in notebooks.items():
@@ -101,6 +106,16 @@ def test_release_has_no_solutions_or_hidden_tests(course):
     course, *_ = course
     found = secrets(REPO / "reference", REPO / "tests")
     assert scan(course / "release", found) == []
+
+
+def test_autograde_finds_every_test_cell_as_released(course):
+    """A test cell's source is the same in the source, released and submitted notebook, so
+    nbgrader's checksum of it holds: `nbgrader autograde` warns of no changed cell."""
+    course, *_ = course
+    for assignment in ("micrograd", "needle"):
+        log = (course.parent / f"autograde-{assignment}.log").read_text()
+        assert "Sanitizing" in log  # the log is nbgrader's
+        assert [line for line in log.splitlines() if "checksum" in line or "has changed" in line] == []
 
 
 def test_exported_scores_equal_the_graders(course):
@@ -174,13 +189,28 @@ def test_written_grades_export_like_autograde(course):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for (student, assignment), report in reports.items():
-            write_grades(course, assignment, student, cell_scores(report.results, assignment))
+            write_grades(course, assignment, student, report.results)
     assert [w for w in caught if "SAWarning" in type(w.message).__name__] == []
     assert export(course, env, "written.csv") == rows
     assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
 
 
-def test_fast_path_exports_like_autograde(course):
+@pytest.fixture(scope="module")
+def fast(course):
+    """The course graded again by `grade-class --nbgrader` alone, its feedback generated."""
+    course, env, *_ = course
+    (course / "gradebook.db").unlink(missing_ok=True)  # also a half-made one
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+    shutil.rmtree(course / "feedback", ignore_errors=True)
+    for assignment in ("micrograd", "needle"):
+        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+        # one at a time: the exports must agree to the point, and a starved worker can time out
+        fast_path(course, assignment, "--jobs", "1", env=env)
+    nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
+    return course
+
+
+def test_fast_path_exports_like_autograde(course, fast):
     """`grade-class --nbgrader`: the class engine grades the extracted code and writes nbgrader's
     gradebook; `nbgrader export` then equals the export after `nbgrader autograde`."""
 
@@ -188,12 +218,6 @@ def test_fast_path_exports_like_autograde(course):
     from nbgrader.utils import parse_utc
 
     course, env, reports, rows = course
-    (course / "gradebook.db").unlink(missing_ok=True)  # also a half-made one
-    shutil.rmtree(course / "autograded", ignore_errors=True)
-    for assignment in ("micrograd", "needle"):
-        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
-        # one at a time: the exports must agree to the point, and a starved worker can time out
-        fast_path(course, assignment, "--jobs", "1", env=env)
     assert export(course, env, "fast.csv") == rows
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student, assignment in reports:
@@ -203,6 +227,77 @@ def test_fast_path_exports_like_autograde(course):
         shown = formgrader_view(course, assignment)
         exported = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
         assert shown == {student: (True, exported[student]) for student, a in reports if a == assignment}
+    # the class exports keep both assignments, each graded by its own run into the same folder
+    out = course / "classgrade"
+    with (out / "grades.csv").open() as fh:
+        ours = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(fh)}
+    theirs = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}  # a row for all
+    deleted = sum(r.points for r in reports["deleted", "micrograd"].results if r.topic == "ops")
+    ours["deleted", "micrograd"] -= deleted  # the class engine graded the code; nbgrader lost the cell
+    assert set(ours) == set(reports) and ours == pytest.approx({key: theirs[key] for key in ours})
+    with (out / "cases.csv").open() as fh:
+        cases = {(r["student_id"], r["assignment"]) for r in csv.DictReader(fh)}
+    assert cases == set(reports)
+    both = json.loads((out / "results" / "correct" / "results.json").read_text())
+    assert both["score"] == sum(reports["correct", a].score for a in ("micrograd", "needle"))
+    page = (out / "pages" / "students" / "correct.html").read_text()
+    assert "micrograd" in page and "needle" in page
+    assert {p.stem for p in (out / "pages" / "students").glob("*.html")} == {s for s, _ in reports}
+
+
+def test_a_timestamp_that_is_not_a_date_costs_nothing_and_is_said(course, tmp_path):
+    """nbgrader's autograde stops on a timestamp.txt it cannot read; the fast path grades
+    that student with no submission time, says which file, and grades the others as usual."""
+    from nbgrader.api import Gradebook
+
+    course, env, _, _ = course
+    mine = tmp_path / "course"
+    shutil.copytree(course, mine, ignore=shutil.ignore_patterns("classgrade"))
+    folder = course / "submitted" / "correct" / "micrograd"
+    submit(mine, "garbled", "micrograd", filled(mine, "micrograd"))
+    (mine / "submitted" / "garbled" / "micrograd" / "timestamp.txt").write_text("handed in on Tuesday-ish")
+    done = fast_path(mine, "micrograd", "--jobs", "1", "--only-cases", "micrograd/test_ops::*", env=env)
+    assert "Traceback" not in done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert "garbled" in said and "timestamp.txt" in said and "is not a date" in said, done.stdout
+    with Gradebook(f"sqlite:///{mine / 'gradebook.db'}") as gb:
+        assert gb.find_submission("micrograd", "garbled").timestamp is None
+        ops = [gb.find_grade("test_ops", "micrograd", "micrograd", s).score for s in ("garbled", "correct")]
+        assert ops[0] == ops[1] > 0
+        assert gb.find_submission("micrograd", "correct").timestamp is not None
+    assert not (mine / "autograded" / "garbled" / "micrograd" / "timestamp.txt").exists()
+    assert (mine / "autograded" / "correct" / "micrograd" / "timestamp.txt").read_text() == (
+        folder / "timestamp.txt"
+    ).read_text()
+
+
+def shown_outputs(html: str) -> dict[str, str]:
+    """Grade cell id -> the text its output shows in a feedback page (what the student reads)."""
+    shown = {}
+    for cell in html.split('<div class="cell ')[1:]:
+        found = re.search(r'<a name="(test_\w+)"></a>', cell)
+        if found:
+            blocks = re.findall(r"output_stdout[^>]*>\s*<pre>(.*?)</pre>", cell, re.S)
+            shown[found[1]] = html_module.unescape(re.sub(r"<[^>]+>", "", "".join(blocks)))
+    return shown
+
+
+def test_fast_path_feedback_shows_what_autograde_shows(course, fast):
+    """A buggy submission's feedback after `grade-class --nbgrader` shows in each test cell the
+    diagnostics and the score line that the feedback after `nbgrader autograde` shows, and
+    the hidden cases as one line of points."""
+    course, _, reports, _ = course
+    after_autograde = shown_outputs((course.parent / "buggy.html").read_text())
+    after_fast_path = shown_outputs(
+        (fast / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
+    )
+    assert set(after_autograde) == set(cell_scores(reports["buggy", "micrograd"].results, "micrograd"))
+    assert after_fast_path == after_autograde
+    shown = "".join(after_fast_path.values())
+    assert "FAILED" in shown and re.search(r"hidden cases: [0-9.]+/13 points", shown)
+    for r in reports["buggy", "micrograd"].results:
+        if not r.passed and not r.hidden:
+            assert r.message.splitlines()[0] in shown
 
 
 def test_autograde_refuses_a_course_whose_kernels_cannot_import_the_grader(tmp_path, monkeypatch, capsys):

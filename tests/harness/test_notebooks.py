@@ -7,8 +7,18 @@ from pathlib import Path
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
 from grader.case.limits import SHORT_TIMEOUT
-from grader.notebook import SUITES_ENV, TIMEOUT_ENV, Runner, backward_for_picture, grade_topic, topics
+from grader.notebook import (
+    EXECUTION_ENV,
+    SUITES_ENV,
+    TIMEOUT_ENV,
+    Runner,
+    backward_for_picture,
+    grade_cell,
+    grade_topic,
+    topics,
+)
 from grader.notebook import topic as find_topic
+from grader.report.cell import HIDDEN_BEGIN, HIDDEN_END
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,8 +38,10 @@ def test_one_test_cell_per_topic_worth_its_points():
         for cell, topic in zip(graded, table, strict=True):
             assert cell.source == cell_source(assignment, topic)
             assert cell.metadata.nbgrader.locked and not cell.metadata.nbgrader.solution
-            if topic.hidden:
-                assert "### BEGIN HIDDEN TESTS" in cell.source
+            # one call, the same in every copy of the notebook: nbgrader's checksum holds
+            call = cell.source.splitlines()[-1]
+            assert call.startswith("grade_cell(") and "HIDDEN" not in cell.source
+            assert not any(case.name in cell.source for case in topic.hidden)
 
 
 def test_every_solution_region_is_in_a_solution_cell():
@@ -74,6 +86,27 @@ def test_test_cells_read_the_suites_that_grader_suites_names(monkeypatch, capsys
     failed = re.findall(r"^FAILED (\S+)", printed, re.M)
     assert failed and all("tanh" in case_id for case_id in failed)
     assert earned == ops.points("public") - sum(c.points for c in ops.public if c.id in failed)
+
+
+def test_a_test_cell_runs_the_hidden_cases_only_when_nbgrader_autogrades(monkeypatch, capsys):
+    """The released notebook's cell runs the public cases; the same cell, run by `nbgrader
+    autograde`, runs the hidden ones after them and frames their report for the feedback."""
+    monkeypatch.setenv(SUITES_ENV, str(SMALL))
+    namespace = notebook_namespace((REPO / "reference" / "micrograd" / "engine.py").read_text())
+    name = "hidden ops"  # the small suites' topic with hidden cases
+    topic = find_topic("micrograd", name, SMALL)
+    assert topic.hidden
+    for execution in (None, "validate"):
+        if execution:
+            monkeypatch.setenv(EXECUTION_ENV, execution)
+        assert grade_cell("micrograd", name, namespace) == topic.points("public")
+        printed = capsys.readouterr().out
+        assert f"{name} (public)" in printed and HIDDEN_BEGIN not in printed
+    monkeypatch.setenv(EXECUTION_ENV, "autograde")
+    assert grade_cell("micrograd", name, namespace) == topic.points()
+    public, hidden = capsys.readouterr().out.split(HIDDEN_BEGIN)
+    assert f"{name} (public)" in public and f"{name} (hidden)" in hidden
+    assert f"{HIDDEN_END} {topic.points('hidden'):g}/{topic.points('hidden'):g} points" in hidden
 
 
 class Output:

@@ -266,10 +266,10 @@ def test_the_dashboard_blames_what_the_report_carries_never_its_words(klass):
         found = re.findall(r"<tr><td>([^<]+)</td><td>.*?</td><td class=\"num\">(\d+)</td></tr>", board)
         return {op: int(n) for op, n in found}
 
-    misleading = {
-        s: replace(r, results=[replace(c, message="wrong gradient from add: " + c.message) for c in r.results])
-        for s, r in klass.items()
-    }
+    def reworded(c):
+        return replace(c, message="wrong gradient from add: " + c.message)
+
+    misleading = {s: replace(r, results=[reworded(c) for c in r.results]) for s, r in klass.items()}
     assert {op: rows(misleading)[op] for op in RULE_BUGS.values()} == {op: 1 for op in RULE_BUGS.values()}
     assert rows(misleading)["add"] == 0
     stored = {s: replace(r, results=[replace(c, blame="") for c in r.results]) for s, r in klass.items()}

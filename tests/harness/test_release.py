@@ -30,6 +30,7 @@ from grader.case.define import collect
 from grader.cli import main as cli
 from grader.pipeline import InProcessRunner, grade
 from grader.verdict.oracle import Oracle
+from tests.harness import reporter
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("micrograd", "needle")
@@ -174,7 +175,9 @@ def test_a_renamed_solution_fails_the_release(kit_copy, tmp_path, capsys, monkey
     planted.write_text(planted.read_text() + "\n\n" + walk + "\n")
     made = release(tmp_path / "out", repo=kit_copy)
     assert [(leak.path, leak.kind) for leak in made.leaks] == [("grader/case/define.py", "solution shape")]
-    assert "find_topo_sort" in str(made.leaks[0]) and not (tmp_path / "out").exists()
+    # both engines sort with one idiom: the walk has the shape of either's solution
+    assert re.search(r"\((find_topo_sort|backward)\)", str(made.leaks[0])), made.leaks[0]
+    assert not (tmp_path / "out").exists()
     # the command's error: one line naming the file, then the count
     monkeypatch.setattr(module, "release", functools.partial(release, repo=kit_copy))
     assert cli(["release", str(tmp_path / "out")]) == 1
@@ -326,31 +329,62 @@ def test_the_workflow_has_classrooms_form(bundle):
     assert grading["run"] == "python -m grader.classroom"
     reporter = job["steps"][-1]
     assert reporter["uses"] == "classroom-resources/autograding-grading-reporter@v1"
-    runners = reporter["with"]["runners"].split(",")
-    assert runners == ["autograd-tests"]
-    # the reporter reads each runner's result from <ID upper-cased, hyphens kept>_RESULTS
-    assert reporter["env"] == {f"{r.upper()}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}" for r in runners}
+    # the runners the grading step names in $GITHUB_ENV, beside each one's <ID>_RESULTS
+    assert reporter["with"] == {"runners": "${{ env.CLASSROOM_RUNNERS }}"}
+    assert "env" not in reporter
     assert job["steps"].index(grading) < job["steps"].index(reporter)
 
 
+def reporter_input(text: str, variables: dict[str, str]) -> str:
+    """A workflow input as Actions evaluates it: `${{ env.NAME }}` is the variable."""
+    return re.sub(r"\$\{\{\s*env\.(\w+)\s*\}\}", lambda m: variables[m[1]], text)
+
+
 def classroom_result(student: StudentEnv, repo: Path, tmp_path: Path) -> dict:
-    """Run the workflow's grading step in `repo` as Actions would, and decode its output."""
-    command = next(
-        s for s in workflow(repo)["jobs"]["run-autograding-tests"]["steps"] if s.get("id") == "autograd-tests"
-    )
-    output = tmp_path / f"github-output-{repo.name}"
-    env = {**student.env, "GITHUB_OUTPUT": str(output)}
+    """Run the workflow's grading step in `repo` as Actions would, then read its runners'
+    results as the reporter step does (`tests/harness/reporter.py`). Returns them as one
+    document (every test, `max_score` summed), the runners' own under "runners"."""
+    steps = workflow(repo)["jobs"]["run-autograding-tests"]["steps"]
+    command = next(s for s in steps if s.get("id") == "autograd-tests")
+    github_env = tmp_path / f"github-env-{repo.name}"
+    env = {**student.env, "GITHUB_ENV": str(github_env)}
     done = subprocess.run(command["run"], shell=True, cwd=repo, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (line,) = output.read_text().splitlines()
-    key, value = line.split("=", 1)
-    assert key == "result" and len(value) < 128 * 1024  # one environment string for the reporter
-    document = json.loads(base64.b64decode(value, validate=True))
-    compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    assert compact == base64.b64decode(value).decode()
-    jsonschema.validate(document, GRADER_OUTPUT)
-    assert 0 <= sum(t["score"] for t in document["tests"]) <= document["max_score"]
-    return document
+    variables = dict(line.split("=", 1) for line in github_env.read_text().splitlines())
+    runners = reporter.results_of(reporter_input(steps[-1]["with"]["runners"], variables), variables)
+    assert set(variables) == {"CLASSROOM_RUNNERS"} | {f"{r.upper()}_RESULTS" for r, _ in runners}
+    for runner, document in runners:
+        encoded = variables[f"{runner.upper()}_RESULTS"]
+        assert len(encoded) < 128 * 1024  # one environment string
+        compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+        assert compact == base64.b64decode(encoded).decode()
+        jsonschema.validate(document, GRADER_OUTPUT)
+        assert 0 <= sum(t["score"] for t in document["tests"]) <= document["max_score"]
+    statuses = {document["status"] for _, document in runners}
+    return {
+        "status": "error" if "error" in statuses else "fail" if "fail" in statuses else "pass",
+        "max_score": sum(document["max_score"] for _, document in runners),
+        "tests": [t for _, document in runners for t in document["tests"]],
+        "runners": runners,
+    }
+
+
+def points_scale() -> int:
+    """What Classroom's points are, times the kit's: whole numbers (halves doubled)."""
+    from grader.report.classroom import scale
+
+    found = scale(c.points for c in public_cases())
+    assert found in (1, 2)  # the suites' points are whole or halves
+    return found
+
+
+def assert_totals_agree(document: dict) -> None:
+    """The reporter's console total and the grade Classroom records are the same, out of the
+    same maximum, and every `max_score` is a whole number, as Classroom's graders give."""
+    runners = document["runners"]
+    assert reporter.console_total(runners) == reporter.recorded_total(runners)
+    assert all(type(d["max_score"]) is int and d["max_score"] > 0 for _, d in runners)
+    assert all(type(t["score"]) is int for _, d in runners for t in d["tests"])
 
 
 def submission(bundle: Path, tmp_path: Path, name: str) -> Path:
@@ -366,9 +400,11 @@ def test_classroom_grades_the_reference_in_full(student, bundle, tmp_path):
         shutil.rmtree(repo / name)
         shutil.copytree(REPO / "reference" / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     document = classroom_result(student, repo, tmp_path)
-    total = sum(c.points for c in public_cases())
+    total = sum(c.points for c in public_cases()) * points_scale()
     assert document["status"] == "pass" and document["max_score"] == total
     assert sum(t["score"] for t in document["tests"]) == total
+    assert_totals_agree(document)
+    assert reporter.console_total(document["runners"]) == (total, total)
     assert len(document["tests"]) == len(public_cases())
     assert sum(t["duration"] for t in document["tests"]) > 0  # milliseconds each case took
 
@@ -378,10 +414,13 @@ def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path):
     cases = public_cases()
     expected = grade(REPO / "student_template", cases, Oracle(tmp_path / "cache"), InProcessRunner())
     assert document["status"] == "fail"
+    factor = points_scale()
     assert (sum(t["score"] for t in document["tests"]), document["max_score"]) == (
-        expected.score,
-        expected.max_score,
+        expected.score * factor,
+        expected.max_score * factor,
     )
+    assert_totals_agree(document)
+    assert 0 < reporter.recorded_total(document["runners"])[0] < document["max_score"]
     failing = [t for t in document["tests"] if t["status"] != "pass"]
     assert failing and all(t["message"].startswith("not implemented yet") for t in failing)
     first = document["tests"][0]
@@ -422,15 +461,17 @@ def test_classroom_writes_a_result_when_grading_cannot_run(tmp_path):
             "--suites",
             str(suites.parents[1]),
         ],
-        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        env={**os.environ, "GITHUB_ENV": str(output)},
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    document = json.loads(base64.b64decode(output.read_text().strip().split("=", 1)[1]))
+    variables = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    ((runner, document),) = reporter.results_of(variables["CLASSROOM_RUNNERS"], variables)
     jsonschema.validate(document, GRADER_OUTPUT)
     assert document["status"] == "error" and document["tests"][0]["status"] == "error"
     assert "grading could not run: SyntaxError" in document["tests"][0]["message"]
+    assert reporter.recorded_total([(runner, document)]) == (0, document["max_score"])
 
 
 def test_a_bundle_without_a_package_is_not_graded_on_the_graders_own_folders(bundle, tmp_path):
@@ -444,10 +485,37 @@ def test_a_bundle_without_a_package_is_not_graded_on_the_graders_own_folders(bun
     assert locate_assignment(repo, "needle").path == repo / "needle"
 
 
+def test_classrooms_totals_agree_whatever_the_points_and_failures():
+    """Cases worth 0.5, 1, 2 and 3 points, some passed: one runner per point value, so the
+    reporter's console (passed / tests × max_score per runner) prints what Classroom records
+    (the sum of the scores), in whole points, and the grade is the kit's fraction."""
+    from grader.report.classroom import classroom, scale
+    from grader.report.model import CaseResult, Report, Status
+
+    worths = [0.5, 0.5, 0.5, 1, 1, 1, 1, 2, 2, 3, 3, 3]
+    passed = [True, False, False, True, True, False, True, False, True, True, False, False]
+    results = [
+        CaseResult(
+            f"micrograd::t{i}", f"t{i}", "micrograd", "ops", worth, Status.PASSED if ok else Status.FAILED
+        )
+        for i, (worth, ok) in enumerate(zip(worths, passed, strict=True))
+    ]
+    report = Report("s", results)
+    runners = list(classroom(report).items())
+    assert [r for r, _ in runners] == ["worth1", "worth2", "worth4", "worth6"]  # halves doubled
+    console, recorded = reporter.console_total(runners), reporter.recorded_total(runners)
+    assert console == recorded == (report.score * 2, report.max_score * 2)
+    assert all(type(d["max_score"]) is int for _, d in runners)
+    assert scale([1, 2, 3]) == 1 and scale([0.25, 1]) == 4
+    # what one runner holding every case would have shown: the two totals apart
+    single = [("all", {"max_score": report.max_score, "tests": [t for _, d in runners for t in d["tests"]]})]
+    assert reporter.console_total(single)[0] != report.score
+
+
 def test_the_schema_rejects_what_the_reporter_cannot_read():
     from grader.report.classroom import failed_to_grade
 
-    good = failed_to_grade("why", [("micrograd / ops / add", 2.0)])
+    (good,) = failed_to_grade("why", [("micrograd / ops / add", 2.0)]).values()
     jsonschema.validate(good, GRADER_OUTPUT)
     bad = [
         {**good, "tests": []},
@@ -465,14 +533,14 @@ def test_a_long_result_is_shortened_to_fit_one_environment_variable():
     from grader.report.classroom import MAX_ENCODED, encode, failed_to_grade
 
     names = [(f"needle / shapes / case {i}", 1.0) for i in range(2000)]
-    document = failed_to_grade("x" * 5000, names)
+    (document,) = failed_to_grade("x" * 5000, names).values()
     encoded = encode(document)
     assert len(encoded) <= MAX_ENCODED
     decoded = json.loads(base64.b64decode(encoded))
     assert decoded["max_score"] == 2000 and sum(t["score"] for t in decoded["tests"]) == 0
     assert [t["name"] for t in decoded["tests"]] == ["needle / shapes"]  # summed up per topic
     assert decoded["tests"][0]["message"] == "0 of 2000 cases passed"
-    shorter = failed_to_grade("x" * 5000, names[:100])
+    (shorter,) = failed_to_grade("x" * 5000, names[:100]).values()
     decoded = json.loads(base64.b64decode(encode(shorter, limit=60_000)))
     assert [t["name"] for t in decoded["tests"]] == [name for name, _ in names[:100]]
     assert all(0 < len(t["message"]) < 5000 for t in decoded["tests"])  # only cut

@@ -257,9 +257,15 @@ class MicrogradBackend(ScalarBackend):
         raw.grad = grad
 
     def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
-        """Run the rules of every node the op created, from `out` back to `inputs`."""
+        """Run the rules of every node the op created, from `out` back to `inputs`. The
+        nodes inside the op start from zero, as backward() starts the interior nodes: run
+        twice, only the inputs add up."""
+        nodes = op_nodes(out, inputs)
+        for node in nodes:
+            if node is not out:
+                node.grad = 0.0
         out.grad = out_grad
-        for node in reversed(op_nodes(out, inputs)):
+        for node in reversed(nodes):
             node._backward()
 
     def value_of(self, raw: Any) -> Quantity:

@@ -57,7 +57,6 @@ NO_GRADIENT = (
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
 TOPO = ""
-SORT_ORDER = ""
 LAZY = ""
 HIGHER_ORDER = ""
 MLP = (

@@ -45,7 +45,6 @@ NO_GRADIENT = (
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
 TOPO = ORDER
-SORT_ORDER = "find_topo_sort lists each node after its inputs: a post-order depth-first search"
 LAZY = (
     "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "
     "realize_cached_data() or numpy() asks for it, and must equal eager mode's"

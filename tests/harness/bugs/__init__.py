@@ -5,7 +5,8 @@ package. `materialize(bug, dest)` writes the buggy submission: a copy of the ref
 package(s) the edits touch, with the edits applied (each `old` must occur exactly once).
 micrograd.py and needle.py hold one bank each; test_micrograd_bugs.py and
 test_needle_bugs.py grade every bug and check that its `caught_by` cases fail with a
-message that names the culprit (`says`), so a change that lets a bug through fails CI.
+message that names the culprit (`says`), so a change that lets a bug through fails CI;
+test_slips.py counts the messages that name the slip too (`slip`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class Bug:
     caught_by: list[str] = field(default_factory=list)
     #: text that each of those failures' messages must contain (what it points at)
     says: tuple[str, ...] = ()
+    #: text that names the slip itself, the mistake and its fix, beyond the place (the
+    #: catalogue's line, `grader/assignments/<name>/slips.py`); empty when the slip is a
+    #: rule's own arithmetic, which naming the rule is all a message can do
+    slip: tuple[str, ...] = ()
 
 
 class EditError(ValueError):

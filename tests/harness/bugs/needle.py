@@ -6,6 +6,43 @@ from __future__ import annotations
 from tests.harness.bugs import Bug
 
 AUTOGRAD = "needle/autograd.py"
+
+ITERATIVE_TOPO = """\
+    topo_order, visited = [], set()
+    for root in node_list:
+        if root in visited:
+            continue
+        visited.add(root)
+        stack = [(root, iter(root.inputs))]
+        while stack:
+            node, inputs = stack[-1]
+            for inp in inputs:
+                if inp not in visited:  # go down into the first input not visited yet
+                    visited.add(inp)
+                    stack.append((inp, iter(inp.inputs)))
+                    break
+            else:  # every input is placed: the node comes after them
+                stack.pop()
+                topo_order.append(node)
+    return topo_order
+"""
+
+RECURSIVE_TOPO = """\
+    visited = set()
+    topo_order = []
+
+    def visit(node):
+        if node in visited:
+            return
+        visited.add(node)
+        for inp in node.inputs:
+            visit(inp)
+        topo_order.append(node)
+
+    for root in node_list:
+        visit(root)
+    return topo_order
+"""
 OPS = "needle/ops.py"
 
 BUGS = [
@@ -46,6 +83,7 @@ BUGS = [
             "test_summation::summation_axes[tuple-two]",
         ],
         says=("Summation", "a gradient must have its input's shape"),
+        slip=("broadcast it back",),
     ),
     Bug(
         "summation-first-axis-only",
@@ -81,6 +119,7 @@ BUGS = [
             "test_matmul::matmul[broadcast-lhs]",
         ],
         says=("MatMul", "a gradient must have its input's shape"),
+        slip=("sum it over",),
     ),
     Bug(
         "adjoints-overwritten",
@@ -94,6 +133,7 @@ BUGS = [
         ],
         caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
         says=("partial adjoints",),
+        slip=("one partial adjoint, not their sum",),
     ),
     Bug(
         "topo-pre-order",
@@ -117,6 +157,7 @@ BUGS = [
         ],
         caught_by=["test_topo::topo_chain", "test_topo::topo_diamond", "test_composite::diamond"],
         says=("post-order",),
+        slip=("post-order",),
     ),
     Bug(
         "backward-ignores-out-grad",
@@ -130,6 +171,7 @@ BUGS = [
         ],
         caught_by=["test_ops::op_backward[mul]", "test_matmul::matmul[2d]"],
         says=("out_grad",),
+        slip=("out_grad",),
     ),
     Bug(
         "grads-accumulate-across-backward",
@@ -146,6 +188,7 @@ BUGS = [
         ],
         caught_by=["test_composite::backward_twice_assigns", "test_composite::backward_of_two_outputs"],
         says=("earlier backward",),
+        slip=("replacing",),
     ),
     Bug(
         "detach-keeps-inputs",
@@ -166,6 +209,7 @@ BUGS = [
             "test_detach::accumulation_loop",
         ],
         says=("detach()",),
+        slip=("new leaf",),
     ),
     Bug(
         "numpy-gradients",
@@ -195,6 +239,7 @@ BUGS = [
             "test_higher_order::matmul_second_order",
         ],
         says=("differentiates a gradient",),
+        slip=("NumPy",),
     ),
     Bug(
         "lazy-mode-ignored",
@@ -213,6 +258,7 @@ BUGS = [
         ],
         caught_by=["test_lazy::nothing_computed_until_asked", "test_lazy::lazy_equals_eager"],
         says=("lazy mode",),
+        slip=("realize_cached_data",),
     ),
     Bug(
         "divide-sign",
@@ -249,6 +295,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
         says=("Reshape", "a gradient must have its input's shape"),
+        slip=("input's shape",),
     ),
     Bug(
         "relu-gradient-at-zero",
@@ -283,5 +330,59 @@ BUGS = [
         [(OPS, "        return out_grad * (1 - node**2)", "        return out_grad * (1 - node)")],
         caught_by=["test_op_gradients::op_gradient[Tanh]", "test_ops::op_backward[tanh]"],
         says=("Tanh",),
+    ),
+    Bug(
+        "recursive-topo",
+        "find_topo_sort recurses: RecursionError on a chain deeper than Python's limit",
+        [(AUTOGRAD, ITERATIVE_TOPO, RECURSIVE_TOPO)],
+        caught_by=["test_topo::deep_chain", "test_hidden_graph::hidden_deep_backward"],
+        says=("RecursionError",),
+        slip=("iterative",),
+    ),
+    Bug(
+        "topo-inputs-last-first",
+        "find_topo_sort visits a node's inputs last to first: a topological order, not the contract's",
+        [
+            (AUTOGRAD, "iter(root.inputs)", "iter(reversed(root.inputs))"),
+            (AUTOGRAD, "iter(inp.inputs)", "iter(reversed(inp.inputs))"),
+        ],
+        caught_by=["test_topo::topo_diamond", "test_hidden_graph::hidden_topo_wide"],
+        says=("the contract",),
+        slip=("inputs in order",),
+    ),
+    Bug(
+        "output-grad-unset",
+        "backward computes every gradient right but leaves the output's own grad unset",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        total = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if node is not output_tensor:\n"
+                "            node.grad = total\n",
+            ),
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(total, node)",
+            ),
+        ],
+        caught_by=["test_composite::output_gradient"],
+        says=("y.grad",),
+        slip=("own gradient",),
+    ),
+    Bug(
+        "relu-mask-float64",
+        "ReLU's gradient multiplies by a float64 mask: right numbers, float64 for a float32 input",
+        [
+            (
+                OPS,
+                "        mask = Tensor(a > 0, dtype=a.dtype, requires_grad=False)",
+                '        mask = Tensor(a > 0, dtype="float64", requires_grad=False)',
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient_float32[ReLU]"],
+        says=("ReLU",),
+        slip=("keeps its input's dtype",),
     ),
 ]

@@ -4,6 +4,16 @@ and a neuron. Every returned node's value and gradient is compared with PyTorch'
 from grader.case import case
 
 
+@case("micrograd", topic="composite", points=1)
+def test_output_gradient(lib):
+    """backward() seeds the output's own gradient with 1. Only this case checks it: in every
+    other one, the output's own gradient is left out."""
+    x = lib.value(1.5, "x")
+    y = x * x + x
+    lib.backward(y)
+    return {"x": x, "y's own gradient, y.grad": lib.grad(y)}
+
+
 @case("micrograd", topic="composite", points=2)
 def test_sanity_check(lib):
     """micrograd's test_sanity_check: x used on many paths, relu on both sides of 0."""

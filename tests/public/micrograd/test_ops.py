@@ -3,7 +3,8 @@
 One table drives three kinds of cases. Each row is an op and the inputs to try it at:
 
 - `forward[...]`: the value only (forward code is given, so these pass from the start);
-- `rule[...]`: only the op's own `_backward` closure, with `out.grad` set to OUT_GRAD
+- `rule[...]`: only the op's own `_backward` closure, with `out.grad` set to OUT_GRAD, run
+  twice: the second run adds to what the first left in the inputs' gradients (`+=`)
   (primitives only: these are the closures you write, testable before backward() exists);
 - `backward[...]`: `y.backward()` on the op, which also covers the ops built from primitives
   (neg, sub, div and the reflected ones, `2 - a` and friends).
@@ -75,10 +76,11 @@ def test_forward(lib, name):
 
 @case("micrograd", topic="ops", points=1, params=PRIMITIVES)
 def test_rule(lib, name):
-    """The op's own _backward alone: y.grad = OUT_GRAD, then y._backward()."""
+    """The op's own _backward alone, twice: y.grad = OUT_GRAD, then y._backward(); again."""
     op, values = OPS[name]
     xs = leaves(lib, values)
     y = op(*xs)
+    lib.local_backward(y, OUT_GRAD)
     lib.local_backward(y, OUT_GRAD)
     return results(xs, y)
 

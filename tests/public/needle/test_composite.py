@@ -30,6 +30,20 @@ def test_partial_adjoints_summed_core(lib):
     return {"x": x, "w": w, "y": y}
 
 
+@case("needle", topic="composite", points=1)
+def test_output_gradient(lib):
+    """backward(out_grad) sets the output's own gradient to out_grad (ones when none is given).
+    Only this case checks it: in every other one, the output's own gradient is left out."""
+    rng = np.random.default_rng(72)
+    x = lib.tensor(rng.standard_normal((2, 3)), "x")
+    y = (x * x).sum()
+    lib.backward(y)
+    z = x.exp() * 2.0
+    out_grad = lib.tensor(rng.standard_normal((2, 3)), "out_grad", requires_grad=False)
+    lib.backward(z, out_grad)
+    return {"x": x, "y's own gradient, y.grad": lib.grad(y), "z's own gradient, z.grad": lib.grad(z)}
+
+
 @case("needle", topic="composite", points=2)
 def test_diamond(lib):
     """Two paths from x to y that meet again, and an interior node used twice."""

@@ -59,9 +59,9 @@ def test_op_gradient(lib, name):
     return {f"gradient for {x_name}": g for x_name, g in zip("abc", grads, strict=False)}
 
 
-@case("needle", topic="op-gradients", points=1, params=["EWiseMul", "Tanh", "MatMul-batched"])
+@case("needle", topic="op-gradients", points=1, params=["EWiseMul", "Tanh", "ReLU", "MatMul-batched"])
 def test_op_gradient_float32(lib, name):
-    """The same rules on float32 tensors."""
+    """The same rules on float32 tensors: each gradient float32 too."""
     op, shapes, kind, args, out_shape = RULES[name]
     rng = np.random.default_rng(11)
     xs = [lib.tensor(array(rng, s, kind), "abc"[i], dtype="float32") for i, s in enumerate(shapes)]

@@ -59,3 +59,21 @@ def test_deep_chain(lib):
     order = lib.topo_order(out)
     lib.backward(out)
     return {"topological order": order, "x": x, "out": out}
+
+
+@case("needle", topic="topo", points=1, trace=False)
+def test_chain_of_a_hundred_thousand(lib):
+    """A chain of 10**5 ops (core ops only), a hundred times deeper than a recursive sort survives."""
+    # First a 3000-deep chain: a missing or recursive find_topo_sort fails here in a moment,
+    # rather than after all the nodes have been built.
+    probe = leaves(lib, 86, (3,))[0]
+    for _ in range(3000):
+        probe = probe * 1.0
+    lib.backward(probe.sum())
+    (x,) = leaves(lib, 85, (3,))
+    y = x
+    for i in range(10**5):
+        y = y + x if i % 10 == 0 else y * 0.999
+    out = y.sum()
+    lib.backward(out)
+    return {"x": x, "out": out}

@@ -1,0 +1,229 @@
+"""The slips micrograd students make: each with what gives it away and one line naming it.
+
+A message names the place (the op, its inputs, the node); these name the mistake. After
+the diagnosis has found the place, `grader.verdict.diagnose` asks each slip in turn, and
+the first that recognises the case puts its line under the message's first line. A
+detector reads only what the verdict already has (`diagnose.Evidence`): both engines'
+tapes, with each op's rule probed alone on fresh leaves whose gradients start at
+PROBE_SEED under an out.grad of PROBE_GRAD, and each node's gradient after each backward()
+call; the results that differ; the exception raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grader.assignments import Slip
+from grader.assignments.micrograd import hints
+from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
+
+
+def _same(a: Any, b: Any) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+
+
+def _wrong_rules(evidence: Any) -> list[tuple[int, str, Any, Any]]:
+    """(node, op, PyTorch's rule, the submission's) for each primitive whose rule, probed
+    alone, is wrong: the blamed op's node first."""
+    found = []
+    for i in evidence.op_nodes():
+        op = evidence.tape.steps[i].op
+        pair = evidence.rule_pair(i) if op in hints.PRIMITIVES else None
+        if pair is not None:
+            found.append((i, op, *pair))
+    return sorted(found, key=lambda row: row[1] != evidence.diagnosis.blame)
+
+
+def assigns(evidence: Any) -> dict[str, str] | None:
+    """The rule replaced what its inputs held: each got its contribution less the seed the
+    probe started it from (half of it when one leaf is both inputs, as in `a * a`)."""
+    for _, op, e, a in _wrong_rules(evidence):
+        held = a + PROBE_SEED
+        if any(_same(held, e * share) for share in (1.0, 0.5)):
+            return {"op": op}
+    return None
+
+
+def no_chain_rule(evidence: Any) -> dict[str, str] | None:
+    """The rule sent its local derivative alone, not scaled by out.grad."""
+    for _, op, e, a in _wrong_rules(evidence):
+        if _same(a, e / PROBE_GRAD) and not _same(e, e / PROBE_GRAD):
+            return {"op": op}
+    return None
+
+
+#: op -> (its derivative from its input x and output y, the same with x and y mixed up)
+DERIVATIVES = {
+    "exp": (lambda x, y: y, [lambda x, y: x]),
+    "tanh": (lambda x, y: 1 - y**2, [lambda x, y: 1 - x**2]),
+    "sigmoid": (lambda x, y: y * (1 - y), [lambda x, y: x * (1 - x), lambda x, y: y * (1 - x)]),
+    "log": (lambda x, y: 1 / x, [lambda x, y: 1 / y]),
+}
+
+
+def _swapped(evidence: Any, ops: tuple[str, ...]) -> dict[str, str] | None:
+    for i, op, _, a in _wrong_rules(evidence):
+        if op not in ops:
+            continue
+        x, y = evidence.value(evidence.inputs(i)[0]), evidence.value(i)
+        if any(_same(a, PROBE_GRAD * mixed(x, y)) for mixed in DERIVATIVES[op][1]):
+            return {"op": op}
+    return None
+
+
+def input_for_output(evidence: Any) -> dict[str, str] | None:
+    """exp, tanh, sigmoid: the derivative is written with the input x where the formula
+    reads the output out.data."""
+    return _swapped(evidence, ("exp", "tanh", "sigmoid"))
+
+
+def output_for_input(evidence: Any) -> dict[str, str] | None:
+    """log: the derivative is written with the output where the formula reads the input."""
+    return _swapped(evidence, ("log",))
+
+
+def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
+    """relu at exactly 0 passed the gradient on (`>= 0`): PyTorch's slope there is 0."""
+    for i, op, _, a in _wrong_rules(evidence):
+        if op == "relu" and _same(evidence.value(evidence.inputs(i)[0]), 0.0) and _same(a, PROBE_GRAD):
+            return {"op": op}
+    return None
+
+
+def _passes(tape: Any, i: int, side: str) -> Any:
+    entries = tape.expected if side == "expected" else tape.actual
+    return np.asarray(entries[i]["passes"].data)
+
+
+def _several_passes(evidence: Any) -> bool:
+    tape = evidence.tape
+    return (
+        len(tape.outputs) > 1
+        and bool(tape.actual)
+        and all(e.get("passes") is not None for e in tape.expected + tape.actual)
+    )
+
+
+def no_reset(evidence: Any) -> dict[str, str] | None:
+    """A later backward() call found an interior gradient holding what it should plus what
+    the call before left there."""
+    if not _several_passes(evidence):
+        return None
+    view = evidence.at_pass
+    if any(view.carried_over(i) for i in range(len(view.steps)) if view.differs(i, "grad")):
+        return {}
+    return None
+
+
+def leaves_reset(evidence: Any) -> dict[str, str] | None:
+    """After a later backward() call a leaf held only that call's gradient, not the sum
+    over the calls, as it would had backward() set it to zero first."""
+    if not _several_passes(evidence):
+        return None
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps):
+        if step.op not in ("leaf", "parameter"):
+            continue
+        e, a = _passes(tape, i, "expected"), _passes(tape, i, "actual")
+        alone = np.diff(e, prepend=0.0)
+        if len(e) >= 2 and not _same(e, a) and _same(a, alone):
+            return {}
+    return None
+
+
+def topological_order(evidence: Any) -> dict[str, str] | None:
+    """The rules are right, yet the node's gradient is 0 where it should not be, and the
+    gradient of every node that uses it is right: its rule ran before theirs had."""
+    i, tape = evidence.diagnosis.wrong, evidence.at_pass
+    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
+        return None
+    got, should = tape.actual[i]["grad"], tape.expected[i]["grad"]
+    if got is None or should is None or not _same(got.array(), 0.0) or _same(should.array(), 0.0):
+        return None
+    users = tape.consumers(i)
+    return {} if users and not any(tape.differs(j, "grad") for j in users) else None
+
+
+def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
+    """A detached node and the node it detaches from ended with one gradient, where they
+    should have two: they are one Value (detach() returned the node itself)."""
+    tape = evidence.tape
+    if not tape.actual:
+        return None
+    for j, step in enumerate(tape.steps):
+        if step.op != "detach" or not evidence.inputs(j):
+            continue
+        i = evidence.inputs(j)[0]
+        got_u, got_t = tape.actual[j]["grad"], tape.actual[i]["grad"]
+        want_u, want_t = tape.expected[j]["grad"], tape.expected[i]["grad"]
+        if None in (got_u, got_t, want_u, want_t):
+            continue
+        if _same(got_u.array(), got_t.array()) and not _same(want_u.array(), want_t.array()):
+            return {}
+    return None
+
+
+def recursion(evidence: Any) -> dict[str, str] | None:
+    failure = evidence.failure
+    return {} if failure is not None and failure.type == "RecursionError" else None
+
+
+SLIPS = (
+    Slip(
+        "assigns",
+        "{op}'s rule assigns its contribution (`=`) where it must add it (`+=`): a node used "
+        "twice, or one that already holds a gradient, keeps only the last contribution",
+        assigns,
+    ),
+    Slip(
+        "no-chain-rule",
+        "{op}'s rule sends its local derivative without multiplying it by out.grad: the chain rule "
+        "scales each local derivative by the gradient that arrives",
+        no_chain_rule,
+    ),
+    Slip(
+        "input-for-output",
+        "{op}'s rule uses its input (self.data) where its derivative needs the output (out.data, "
+        "which holds {op}(x))",
+        input_for_output,
+    ),
+    Slip(
+        "output-for-input",
+        "{op}'s rule uses its output (out.data) where its derivative needs the input (self.data)",
+        output_for_input,
+    ),
+    Slip(
+        "relu-slope-at-zero",
+        "relu's slope at 0 is 0, as PyTorch's: the rule passes no gradient where the input is "
+        "exactly 0 (`> 0`, not `>= 0`)",
+        relu_slope_at_zero,
+    ),
+    Slip(
+        "no-reset",
+        "backward() does not reset the interior nodes' gradients: each call must start them "
+        "from zero before it runs the rules, or it pushes the earlier calls' gradients through again",
+        no_reset,
+    ),
+    Slip(
+        "leaves-reset",
+        "backward() resets the leaves' gradients too: only the interior nodes start from zero; a "
+        "leaf's gradient adds up over backward() calls, as in PyTorch (zero_grad() resets it)",
+        leaves_reset,
+    ),
+    Slip(
+        "topological-order",
+        "backward() runs the closures in topological order (inputs first): run them in reverse, "
+        "from the output, so a node's gradient is complete before its own closure reads it",
+        topological_order,
+    ),
+    Slip(
+        "detach-passes-gradient",
+        "detach() returned a node through which the gradient still flows: it must return a new "
+        "leaf Value with the same data",
+        detach_passes_gradient,
+        blame="detach",
+    ),
+    Slip("recursive-sort", hints.RECURSION, recursion),
+)

@@ -1,0 +1,156 @@
+"""The in-process engine: a submission's cases run in this process, within the time limits of
+`grader.case.limits`.
+
+Where no sandbox stands outside: a student's own pytest (`grader.plugin`), a notebook's test
+cells (`grader.notebook`), `grade --in-process` and the mutant checks. It runs a case as the
+sandbox's worker does: the probe before the first case, each case within its time limit
+(its short CPU budget once the probe hung), what the case printed captured, and the tape,
+which only a diagnosis reads, left unread until the caller asks for it: a case whose results
+are right never runs the code that reading the tape runs (each op's gradient rule, probed
+alone), so a rule that never returns fails only the cases that call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from grader import assignments
+from grader.case import hang
+from grader.case.define import Case
+from grader.case.limits import SHORT_TIMEOUT, TimePolicy, probe, settle_garbage
+from grader.case.loading import SubmissionError, running
+from grader.case.run import Bounded, Run, describe_exception, run_case
+
+
+class InProcessEngine:
+    """Runs the cases of one assignment on its modules (a submission's package, or a
+    notebook's namespace standing for it), in this process."""
+
+    def __init__(
+        self,
+        assignment: str,
+        modules: Mapping[str, Any],
+        roots: list[Path],
+        policy: TimePolicy | None = None,
+    ) -> None:
+        self.assignment = assignments.get(assignment)
+        self.modules = modules
+        #: the directories of the submission's own code: a failure names its innermost frame there
+        self.roots = roots
+        #: how long each case may run; shared by the engines of one submission
+        self.policy = policy or TimePolicy()
+        #: the backend the last case ran on, kept for `read_tape`
+        self._lib: Any = None
+
+    @classmethod
+    def load(cls, directory: Path, assignment: str, policy: TimePolicy | None = None) -> InProcessEngine:
+        """The engine of a submission's directory (`SubmissionError` if its package does not import)."""
+        modules = assignments.get(assignment).load(directory)
+        return cls(assignment, modules, [Path(directory).resolve()], policy)
+
+    @property
+    def name(self) -> str:
+        return self.assignment.name
+
+    @property
+    def hung(self) -> bool:
+        """backward() did not return on the probe's tiny graph."""
+        return self.policy.hung.get(self.name, False)
+
+    @property
+    def notes(self) -> list[str]:
+        """What loading noted: stand-ins for absent modules, a failed `__init__.py`."""
+        return list(getattr(self.modules, "notes", []))
+
+    def probe(self) -> bool:
+        """Run the probe, unless this assignment was probed already: did backward() hang?"""
+        seconds = self.policy.probing(self.name)
+        if seconds:
+            self.policy.hung[self.name] = probe(self.assignment, self.modules, seconds, wall=SHORT_TIMEOUT)
+        return self.hung
+
+    def run(
+        self,
+        case: Case,
+        yardstick: float = 0.0,
+        *,
+        seconds: float | None = None,
+        tape: bool | Callable[[Run], bool] = False,
+    ) -> Run:
+        """Run `case` within its time limit: `seconds` if given, else the policy's for its
+        `yardstick` (how long it may take at least: SLOWER times PyTorch's time). `tape`: read
+        the tape after the case (or a function of the run that says whether to)."""
+        self.probe()
+        budget = self.policy.cpu(self.name, yardstick)
+        wall = self.policy.seconds(self.name, yardstick, seconds)
+        limit = hang.cpu_budget(budget, wall=wall) if budget else hang.wall_limit(wall)
+        if budget:
+            settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
+        buffer = Bounded()
+        self._lib = None
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
+            started = time.perf_counter()
+            try:
+                with limit:
+                    self._lib = self.assignment.engine(self.modules, trace=case.trace)
+                    run = run_case(case, self._lib, self.roots, tape=False)
+            except hang.CaseTimedOut as exc:
+                run = Run(fault=self.policy.out_of_budget(budget or 0.0, self._where(exc)))
+            except hang.WallTimeout as exc:
+                run = Run(fault=self.policy.timed_out(wall, self._where(exc)))
+            run.seconds = time.perf_counter() - started
+        run.output = buffer.getvalue()
+        ran = run.fault is None and run.failure is None and not run.missing
+        if ran and (tape(run) if callable(tape) else tape):
+            run.tape = self.read_tape(wall)
+        return run
+
+    def read_tape(self, seconds: float) -> list[dict[str, Any]]:
+        """The tape of the case just run, read as the sandbox's worker reads it: its reading
+        may run the submission's code (each rule probed alone), so it prints nowhere and gets
+        the case's time limit; a tape that cannot be read is empty (the diagnosis says less)."""
+        if self._lib is None:
+            return []
+        quiet = contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded())
+        with quiet[0], quiet[1], running(self.modules):
+            try:
+                with hang.wall_limit(seconds):
+                    return self._lib.read_tape()
+            except (Exception, hang.WallTimeout):
+                return []
+
+    def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
+        return describe_exception(exc, self.roots).where
+
+
+class Submission:
+    """The in-process engines of one submission's directory: one per assignment, loaded when
+    first asked for, sharing one time policy (as the sandbox's workers of one submission do)."""
+
+    def __init__(self, directory: Path, refused: str | None = None) -> None:
+        self.directory = Path(directory)
+        #: why the submission cannot be read at all (a hostile zip): every engine is this error
+        self.refused = refused
+        self.policy = TimePolicy()
+        self.engines: dict[str, InProcessEngine | SubmissionError] = {}
+
+    def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
+        """The assignment's engine, or why its package does not import."""
+        if assignment not in self.engines:
+            try:
+                if self.refused:
+                    raise SubmissionError(self.refused)
+                self.engines[assignment] = InProcessEngine.load(self.directory, assignment, self.policy)
+            except SubmissionError as exc:
+                self.engines[assignment] = exc
+        return self.engines[assignment]
+
+    @property
+    def notes(self) -> list[str]:
+        """What loading noted, over every assignment loaded so far."""
+        found = [e.notes for e in self.engines.values() if not isinstance(e, SubmissionError)]
+        return [note for notes in found for note in notes]

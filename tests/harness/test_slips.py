@@ -1,0 +1,116 @@
+"""Messages that name the slip, not only the place.
+
+Each bug of the banks (tests/harness/bugs/) carries, beside `says` (the place: the op, the
+function), `slip`: the words that name the mistake itself and its fix, as the assignment's
+catalogue of slips (`grader/assignments/<name>/slips.py`) writes them. `named` grades every
+bug's `caught_by` cases and counts the messages that carry those words; run this file to
+print the count:
+
+    python -m tests.harness.test_slips
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from grader.case.define import Case, collect
+from grader.pipeline import REPO, run_in_process, score
+from grader.verdict.diagnose import slips_for
+from grader.verdict.oracle import Oracle
+from tests.harness.bugs import Bug, materialize
+from tests.harness.bugs.micrograd import BUGS as MICROGRAD
+from tests.harness.bugs.needle import BUGS as NEEDLE
+
+BANKS = {"micrograd": MICROGRAD, "needle": NEEDLE}
+
+
+def key(case: Case) -> str:
+    """How a bug's `caught_by` patterns name a case: `module::name[param]`."""
+    return case.id.split("/", 1)[1]
+
+
+def caught_by(bug: Bug, cases: list[Case]) -> list[Case]:
+    """The cases a bug's `caught_by` patterns (`*` a wildcard) select, each once."""
+    chosen: list[Case] = []
+    for pattern in bug.caught_by:
+        rx = re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+        chosen += [c for c in cases if rx.fullmatch(key(c)) and c not in chosen]
+    return chosen
+
+
+def names_slip(bug: Bug, message: str) -> bool:
+    """Does the message carry the words that name the bug's slip (case aside)?"""
+    return bool(bug.slip) and all(words.lower() in message.lower() for words in bug.slip)
+
+
+@dataclass
+class Count:
+    """Over one bank: the messages of its bugs' failing cases, and those naming the slip."""
+
+    messages: int = 0
+    naming: int = 0
+    #: bug -> (messages naming its slip, its messages)
+    by_bug: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: the catalogued slips the messages named (`CaseResult.slip`)
+    slips: set[str] = field(default_factory=set)
+
+
+def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None = None) -> Count:
+    """Grade each bug's `caught_by` cases (in this process) and count the messages of its
+    failing cases that name its slip."""
+    cases = collect(REPO / "tests", [assignment], ["public", "hidden"])
+    count = Count()
+    for bug in BANKS[assignment] if bugs is None else bugs:
+        chosen = caught_by(bug, cases)
+        submission = materialize(bug, workdir / bug.name)
+        failed = [r for r in score(chosen, oracle, run_in_process(submission, chosen), {}) if not r.passed]
+        naming = sum(names_slip(bug, r.message) for r in failed)
+        count.by_bug[bug.name] = (naming, len(failed))
+        count.messages += len(failed)
+        count.naming += naming
+        count.slips |= {r.slip for r in failed if r.slip}
+    return count
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Oracle:
+    return Oracle()
+
+
+@pytest.mark.parametrize("assignment", sorted(BANKS))
+def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_path):
+    """Each bug that makes a catalogued slip, applied to the reference, fails with a message
+    naming the slip; and every slip of the catalogue is made by some bug of the bank."""
+    count = named(assignment, oracle, tmp_path)
+    silent = {
+        bug.name: count.by_bug[bug.name]
+        for bug in BANKS[assignment]
+        if bug.slip and count.by_bug[bug.name][0] != count.by_bug[bug.name][1]
+    }
+    assert not silent, f"messages that do not name the slip (naming/failed): {silent}"
+    assert set(count.slips) == {slip.name for slip in slips_for(assignment)}
+
+
+def main() -> int:
+    oracle = Oracle()
+    total = Count()
+    with tempfile.TemporaryDirectory() as tmp:
+        for assignment in BANKS:
+            count = named(assignment, oracle, Path(tmp) / assignment)
+            for bug, (naming, messages) in count.by_bug.items():
+                print(f"  {assignment:9} {bug:36} {naming:>3}/{messages:<3}")
+            print(f"{assignment}: {count.naming} of {count.messages} messages name the slip")
+            total.messages += count.messages
+            total.naming += count.naming
+    print(f"all bug banks: {total.naming} of {total.messages} messages name the slip")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
