@@ -40,8 +40,10 @@ FAST = Limits(timeout=2.0, budget=60.0, memory=1024)
 
 
 @pytest.fixture(scope="module")
-def oracle(oracle):
-    """The run's oracle, with the small suites' runs at hand."""
+def oracle(oracle_cache):
+    """The run's oracle cache, holding the small suites' runs too: the commands these tests
+    run read it (an oracle of its own, so that it writes what this process already knew)."""
+    oracle = Oracle(oracle_cache)
     oracle.prepare(collect(SMALL, ["micrograd"], ["public", "hidden"]), SMALL)
     return oracle
 
