@@ -42,7 +42,7 @@ from grader.case.hang import WallTimeout, wall_limit
 from grader.case.inprocess import InProcessEngine
 from grader.case.limits import SHORT_TIMEOUT, SLOWER, TimePolicy
 from grader.case.run import Run
-from grader.pipeline import SUITES_DIR, verdict
+from grader.pipeline import SUITES_DIR, used_by, verdict
 from grader.report.cell import printed
 from grader.report.model import CaseResult
 from grader.sandbox import Limits
@@ -212,7 +212,9 @@ class Runner:
         def wrong(run: Run) -> bool:
             return bool(compare(self.expected(case, root).results, run.results))
 
-        return engine.run(case, self.yardstick(case), seconds=self.timeout(case), tape=wrong)
+        self.expected(case, root)
+        needs = used_by(self.oracle)(case)
+        return engine.run(case, self.yardstick(case), needs=needs, seconds=self.timeout(case), tape=wrong)
 
     def check(self, cases: list[Case], namespace: dict[str, Any], root: Path) -> list[CaseResult]:
         """Each case's result. Before the first, as the sandbox does, backward() runs on a tiny

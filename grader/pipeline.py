@@ -88,6 +88,8 @@ class InProcessRunner:
 
     #: a case id's expected results (None: unknown), so that only a wrong case's tape is read
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
+    #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
+    needs: Callable[[Case], Iterable[str]] | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines = Submission(submission)
@@ -97,7 +99,10 @@ class InProcessRunner:
             if isinstance(engine, SubmissionError):
                 runs.append(Run(fault=str(engine)))
             else:
-                runs.append(engine.run(case, yardstick.get(case.id, 0.0), tape=self.wants_tape(case)))
+                needs = self.needs(case) if self.needs is not None else ()
+                runs.append(
+                    engine.run(case, yardstick.get(case.id, 0.0), needs=needs, tape=self.wants_tape(case))
+                )
         return Runs(runs, notes=engines.notes)
 
     def wants_tape(self, case: Case) -> Callable[[Run], bool]:
@@ -119,8 +124,8 @@ class SandboxRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: how workers are isolated, when the caller has found out already (None: find out)
     isolation: str | None = None
-    #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
-    servers: dict | None = None
+    #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
+    needs: Callable[[Case], Iterable[str]] | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
@@ -136,11 +141,22 @@ class SandboxRunner:
             user=self.user,
             expected=self.expected,
             isolation=self.isolation,
-            servers=self.servers,
+            needs=self.needs,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])
         return Runs(runs, dict(engine.flags), notes + engine.notes)
+
+
+def used_by(oracle: Oracle) -> Callable[[Case], set[str]]:
+    """What a case uses, by its run on PyTorch (the oracle must have it at hand): the ops it
+    needs and the rules its graph exercises, an MLP's among them. A rule that hung on the
+    probe gives the cases that use it a short CPU budget (`grader.case.limits`)."""
+
+    def used(case: Case) -> set[str]:
+        return oracle.needs(case) | set(case_ops(oracle.expected(case), case.assignment))
+
+    return used
 
 
 def run_in_process(directory: Path, cases: list[Case]) -> list[Run]:
@@ -342,9 +358,9 @@ def select_cases(directory: Path, request: Request, oracle: Oracle | None = None
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
-        return InProcessRunner(oracle.results_of)
+        return InProcessRunner(oracle.results_of, used_by(oracle))
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
-    return SandboxRunner(request.limits, secrets, request.user, oracle.results_of)
+    return SandboxRunner(request.limits, secrets, request.user, oracle.results_of, needs=used_by(oracle))
 
 
 def grade_submission(

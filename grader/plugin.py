@@ -33,7 +33,7 @@ from grader.case.inprocess import InProcessEngine, Submission
 from grader.case.limits import SLOWER
 from grader.case.loading import SubmissionError, locate_assignment, present_packages
 from grader.case.run import Run
-from grader.pipeline import SUITES_DIR, default_scopes, verdict
+from grader.pipeline import SUITES_DIR, default_scopes, used_by, verdict
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
@@ -296,8 +296,9 @@ class _State:
         else:  # PyTorch's time sizes the case's time limit, as in the sandbox
             expected = self.expected(case)
             yardstick = SLOWER * self.oracle.seconds.get(case.id, 0.0)
+            needs = used_by(self.oracle)(case)
             actual = engine.run(
-                case, yardstick, tape=lambda run: bool(compare(expected.results, run.results))
+                case, yardstick, needs=needs, tape=lambda run: bool(compare(expected.results, run.results))
             )
         if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
             properties.append((NOTES, engine.notes))

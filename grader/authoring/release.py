@@ -11,7 +11,7 @@ edits the packages at its root, and the repository itself is a submission direct
                              student code; the oracles come too, since the local yardstick is
                              PyTorch). Not the instructor's tools (grader/authoring, the
                              command line, notebooks, nbgrader, Gradescope's report)
-    docs/contract.md         the submission contract
+    docs/students.md         the students' page: running the tests, the submission contract
     requirements.txt         every third-party module those files import, pinned to the
                              version this kit runs (torch==2.13.0, ...)
     pytest.ini, conftest.py  the plugin and its settings: the repository grades itself
@@ -289,7 +289,7 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     suites = _files(dest / "tests")
     modules = third_party([*shipped, *suites], ["grader", *names])
     (dest / "docs").mkdir()
-    shutil.copyfile(repo / "docs" / "contract.md", dest / "docs" / "contract.md")
+    shutil.copyfile(repo / "docs" / "students.md", dest / "docs" / "students.md")
     header = "# The versions the tests were made with (written by `python -m grader release`).\n"
     (dest / "requirements.txt").write_text(header + "\n".join(pins(modules, repo / "pyproject.toml")) + "\n")
     (dest / "pytest.ini").write_text(PYTEST_INI)
@@ -320,7 +320,7 @@ def release(
     out = Path(out).resolve()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty directory")
-    for needed in ("student_template", "tests/public", "reference", "docs/contract.md"):
+    for needed in ("student_template", "tests/public", "reference", "docs/students.md"):
         if not (repo / needed).exists():
             raise ReleaseError(f"releasing needs the kit's checkout: {repo / needed} is missing")
     known = sorted(p.name for p in (repo / "tests" / "public").iterdir() if p.is_dir())

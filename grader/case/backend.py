@@ -104,6 +104,12 @@ class Backend:
         submission's backend probes its API (see the adapters)."""
         return []
 
+    def rule_probes(self) -> dict[str, Callable[[], object]]:
+        """Each op's gradient rule run alone on a tiny input, by op: the grader runs them with
+        its probe (`grader.case.limits`) to learn which rules never return. None here; an
+        assignment's backend may say how."""
+        return {}
+
     def needs(self) -> list[str]:
         """Everything the case needed, sorted: the oracle's answer says what a scope must allow."""
         return sorted(self.used)

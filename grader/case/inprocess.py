@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ class InProcessEngine:
         """Run the probe, unless this assignment was probed already: did backward() hang?"""
         seconds = self.policy.probing(self.name)
         if seconds:
-            self.policy.hung[self.name] = probe(self.assignment, self.modules, seconds, wall=SHORT_TIMEOUT)
+            self.policy.probed(self.name, probe(self.assignment, self.modules, seconds, wall=SHORT_TIMEOUT))
         return self.hung
 
     def run(
@@ -78,15 +78,18 @@ class InProcessEngine:
         case: Case,
         yardstick: float = 0.0,
         *,
+        needs: Iterable[str] = (),
         seconds: float | None = None,
         tape: bool | Callable[[Run], bool] = False,
     ) -> Run:
         """Run `case` within its time limit: `seconds` if given, else the policy's for its
-        `yardstick` (how long it may take at least: SLOWER times PyTorch's time). `tape`: read
-        the tape after the case (or a function of the run that says whether to)."""
+        `yardstick` (how long it may take at least: SLOWER times PyTorch's time) and the ops
+        it `needs` (PyTorch's run says which: a short budget if one's rule hung on the probe).
+        `tape`: read the tape after the case (or a function of the run that says whether to)."""
         self.probe()
-        budget = self.policy.cpu(self.name, yardstick)
-        wall = self.policy.seconds(self.name, yardstick, seconds)
+        needs = list(needs)
+        budget = self.policy.cpu(self.name, yardstick, needs)
+        wall = self.policy.seconds(self.name, yardstick, seconds, needs)
         limit = hang.cpu_budget(budget, wall=wall) if budget else hang.wall_limit(wall)
         if budget:
             settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
@@ -99,9 +102,10 @@ class InProcessEngine:
                     self._lib = self.assignment.engine(self.modules, trace=case.trace)
                     run = run_case(case, self._lib, self.roots, tape=False)
             except hang.CaseTimedOut as exc:
-                run = Run(fault=self.policy.out_of_budget(budget or 0.0, self._where(exc)))
+                fault = self.policy.out_of_budget(budget or 0.0, self._where(exc), self.name, needs)
+                run = Run(fault=fault)
             except hang.WallTimeout as exc:
-                run = Run(fault=self.policy.timed_out(wall, self._where(exc)))
+                run = Run(fault=self.policy.timed_out(wall, self._where(exc), count=budget is None))
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         ran = run.fault is None and run.failure is None and not run.missing

@@ -14,6 +14,11 @@ that says where it was stuck) are in `grader.case.hang`; this module decides the
   of SUSPECT_CPU (more where the yardstick is longer, at most SUSPECT_MAX): it fails each
   case in a hundredth of a second, saying where, and a case that never calls backward()
   still passes.
+- **Each rule too.** With the probe, each op's gradient rule runs alone on a tiny input,
+  with PROBE_CPU seconds of CPU each (and backward() through the tiniest MLP, whose neurons
+  apply rules the cases do not name). A case that uses an op whose rule did not return gets
+  the short CPU budget: a rule that never returns fails the cases that call it in a moment,
+  and the others, which never run it, keep their verdicts and their full time.
 - **The cut-off.** Once cases have hung REPEATS times in one function, each later case
   gets at most SHORT_TIMEOUT: a backward() that hangs only on some graphs costs about a
   second per case, not a timeout.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from grader.case import hang
@@ -56,6 +62,12 @@ OUT_OF_BUDGET = (
     "graph either, `a * 3 + a`, so each case had a short budget)"
 )
 
+#: a case that ran out of its short CPU budget, as it uses an op whose rule hung on the probe
+RULE_OUT_OF_BUDGET = (
+    "timed out after {budget:.2g} s of CPU{where} (backward() through {ops} did not return on the "
+    "grader's tiny probe either, so each case that uses it had a short budget)"
+)
+
 Location = tuple[str, int, str]  # (file, line, function) where a case was stuck
 
 
@@ -73,19 +85,27 @@ def settle_garbage() -> None:
         gc.collect()
 
 
-def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> bool:
+def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> tuple[bool, list[str]]:
     """Did backward() fail to return, within `seconds` of CPU (and `wall` seconds, in process),
-    on the smallest graph with a node used twice? Any other outcome (it returned, it raised)
-    is not a hang."""
+    on the smallest graph with a node used twice? And the ops whose rules, each run alone on
+    a tiny input, did not return either."""
     lib = assignment.engine(modules, trace=False)
     with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
-        try:
-            with hang.cpu_budget(seconds, wall=wall):
-                lib.probe_backward()
-        except (hang.CaseTimedOut, hang.WallTimeout):
-            return True
-        except Exception:
-            return False
+        hung = _hangs(lib.probe_backward, seconds, wall)
+        rules = [op for op, rule in lib.rule_probes().items() if _hangs(rule, seconds, wall)]
+    return hung, rules
+
+
+def _hangs(call: Callable[[], object], seconds: float, wall: float | None) -> bool:
+    """Did `call()` not return within its budget? Any other outcome (it returned, it raised)
+    is not a hang: a correct engine, however slow, takes microseconds."""
+    try:
+        with hang.cpu_budget(seconds, wall=wall):
+            call()
+    except (hang.CaseTimedOut, hang.WallTimeout):
+        return True
+    except Exception:
+        return False
     return False
 
 
@@ -97,23 +117,38 @@ class TimePolicy:
         self.timeout = timeout
         #: assignment -> whether its backward() hung on the probe (absent: not probed yet)
         self.hung: dict[str, bool] = {}
+        #: assignment -> the ops whose rules hung on the probe
+        self.rules: dict[str, set[str]] = {}
         #: (file, function) -> how many cases hung there
         self.hangs: Counter[tuple[str, str]] = Counter()
+
+    def probed(self, assignment: str, found: tuple[bool, Iterable[str]]) -> None:
+        """What the probe found: whether backward() hung, and the ops whose rules did."""
+        self.hung[assignment], rules = found
+        self.rules[assignment] = set(rules)
+
+    def suspects(self, assignment: str, needs: Iterable[str] = ()) -> list[str]:
+        """The ops a case needs whose rules hung on the probe."""
+        return sorted(self.rules.get(assignment, set()).intersection(needs))
 
     def probing(self, assignment: str) -> float:
         """The probe's CPU budget if `assignment` is still to be probed, else 0."""
         return PROBE_CPU if assignment not in self.hung else 0.0
 
-    def cpu(self, assignment: str, yardstick: float = 0.0) -> float | None:
-        """A case's CPU budget: None, unless its assignment's backward() hung on the probe."""
-        return suspect_cpu(yardstick) if self.hung.get(assignment) else None
+    def cpu(self, assignment: str, yardstick: float = 0.0, needs: Iterable[str] = ()) -> float | None:
+        """A case's CPU budget: None, unless its assignment's backward() hung on the probe, or
+        the rule of an op it `needs` did."""
+        suspect = self.hung.get(assignment) or self.suspects(assignment, needs)
+        return suspect_cpu(yardstick) if suspect else None
 
-    def seconds(self, assignment: str, yardstick: float = 0.0, given: float | None = None) -> float:
+    def seconds(
+        self, assignment: str, yardstick: float = 0.0, given: float | None = None, needs: Iterable[str] = ()
+    ) -> float:
         """A case's wall-clock limit: `given`, else TIMEOUT or its yardstick, whichever is
         longer; once the probe hung, a backstop behind the CPU budget; once cases hung
         REPEATS times in one function, at most SHORT_TIMEOUT."""
         seconds = given if given is not None else max(self.timeout, yardstick)
-        budget = self.cpu(assignment, yardstick)
+        budget = self.cpu(assignment, yardstick, needs)
         if budget is not None:
             return min(seconds, max(SHORT_TIMEOUT, 20 * budget))
         return min(seconds, SHORT_TIMEOUT) if self.repeated() else seconds
@@ -123,19 +158,25 @@ class TimePolicy:
         place, count = max(self.hangs.items(), key=lambda item: item[1], default=(None, 0))
         return place if count >= REPEATS else None
 
-    def timed_out(self, seconds: float, location: Location | None) -> str:
+    def timed_out(self, seconds: float, location: Location | None, count: bool = True) -> str:
         """A case that ran out of its `seconds` of wall time, stuck at `location`: its
-        message, and the hang counted."""
+        message, and the hang counted (unless not to `count`: the wall-clock backstop of a
+        case with a CPU budget, which the cut-off need not shorten)."""
         was_repeated = self.repeated()
         message = f"timed out after {seconds:.3g} s{hang.describe(location)}"
-        if location is not None:
+        if location is not None and count:
             self.hangs[location[0], location[2]] += 1
         if was_repeated and seconds <= SHORT_TIMEOUT:
             message += f" (cut to {SHORT_TIMEOUT:g} s once {REPEATS} cases had hung in {was_repeated[1]})"
         return message
 
-    def out_of_budget(self, budget: float, location: Location | None) -> str:
-        """A case that ran out of its short CPU budget: its message, and the hang counted."""
-        if location is not None:
-            self.hangs[location[0], location[2]] += 1
-        return OUT_OF_BUDGET.format(budget=budget, where=hang.describe(location))
+    def out_of_budget(
+        self, budget: float, location: Location | None, assignment: str = "", needs: Iterable[str] = ()
+    ) -> str:
+        """A case that ran out of its short CPU budget: its message. Not counted as a hang:
+        the cut-off is for the cases that have no such budget."""
+        where = hang.describe(location)
+        suspects = self.suspects(assignment, needs)
+        if self.hung.get(assignment) or not suspects:
+            return OUT_OF_BUDGET.format(budget=budget, where=where)
+        return RULE_OUT_OF_BUDGET.format(budget=budget, where=where, ops=" and ".join(suspects))

@@ -108,8 +108,7 @@ def keep_garbage() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """A cold worker: its own process from the start (see `grader.case.warm` for the warm one,
-    which collects once and runs `serve` in a child forked per submission)."""
+    """The worker: its own process, collecting the suite, then serving the job."""
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
@@ -143,7 +142,8 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
     channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
     if job.get("probe"):
-        channel.send({"kind": "probe", "hung": probe(assignment, modules, job["probe"])})
+        hung, rules = probe(assignment, modules, job["probe"])
+        channel.send({"kind": "probe", "hung": hung, "rules": rules})
         channel.wait()
     budgets = job.get("cpu") or {}
     for case_id in ids:

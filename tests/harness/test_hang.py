@@ -207,3 +207,45 @@ def test_locally_a_backward_that_never_returns_fails_each_test_at_once(tmp_path)
     assert done.returncode == 1, out[-3000:] + done.stderr[-2000:]
     assert "s of CPU in Value.backward (engine.py" in out and "1 failed" in out, out[-3000:]
     assert "pytest-timeout" not in out
+
+
+#: relu's rule in the reference
+RELU_RULE = "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n"
+
+
+def relu_looping(tmp: Path) -> Path:
+    """The reference with relu's gradient rule (`_backward`) looping for ever."""
+    shutil.copytree(REPO / "reference" / "micrograd", tmp / "micrograd")
+    path = tmp / "micrograd" / "engine.py"
+    text = path.read_text()
+    assert text.count(RELU_RULE) == 1
+    path.write_text(text.replace(RELU_RULE, "            while True:\n                pass\n"))
+    return tmp
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["in process", "sandboxed"])
+def test_a_rule_that_never_returns_fails_only_the_cases_that_call_it(tmp_path, oracle, sandbox):
+    """relu's rule never returns. The cases that run it (backward() through a relu node) time
+    out, saying where; every other case keeps its verdict on the reference, the forward cases
+    that apply relu among them: a case whose results are right never runs a rule, not even to
+    read its tape. The cases that use relu (or an MLP), as PyTorch's run says, fail within the
+    short CPU budget the probe of each rule gives them."""
+    report = grade(relu_looping(tmp_path), "public", ["micrograd"], oracle=oracle, sandbox=sandbox)
+    reference = grade(REPO / "reference", "public", ["micrograd"], oracle=oracle, sandbox=sandbox)
+    assert reference.results and all(r.passed for r in reference.results)
+    failed = [r for r in report.results if not r.passed]
+    uses_relu = {r.id for r in report.results if {"relu", "mlp"} & set(r.ops)}  # an MLP's neurons apply relu
+    assert failed and {r.id for r in failed} <= uses_relu
+    for r in failed:
+        assert r.status == "timed out", (r.id, r.message)
+        assert "_backward (engine.py, line" in r.message, r.message
+    # the short CPU budget the probe gave them ended them (in the sandbox, on a busy machine,
+    # the wall-clock backstop behind a budget may come first)
+    short = [
+        r
+        for r in failed
+        if "of CPU" in r.message and "did not return on the grader's tiny probe" in r.message
+    ]
+    assert short if sandbox else short == failed, [r.message for r in failed]
+    forward = [r for r in report.results if "relu" in r.ops and r.topic == "forward"]
+    assert forward and all(r.passed for r in forward)

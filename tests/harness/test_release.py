@@ -69,7 +69,7 @@ def test_the_bundle_holds_what_a_student_needs_and_nothing_else(bundle):
         "requirements.txt",
         "pytest.ini",
         "conftest.py",
-        "docs/contract.md",
+        "docs/students.md",
         ".github/workflows/classroom.yml",
         "grader/plugin.py",
         "grader/classroom.py",
@@ -81,6 +81,42 @@ def test_the_bundle_holds_what_a_student_needs_and_nothing_else(bundle):
     )
     assert not any(f.startswith(("grader/authoring/", "grader/cli.py", "grader/notebook.py")) for f in files)
     assert forbidden_files(bundle) == []
+
+
+#: what students never hold: the page they read must not send them looking for it
+NOT_IN_THE_BUNDLE = (
+    "reference/",
+    "student_template",
+    "tests/hidden",
+    "tests/harness",
+    "assignments/",
+    ".ipynb",
+    "nbgrader",
+    "scope",
+    "python -m grader ",
+    "scripts/",
+    "bench/",
+    "examples/",
+)
+
+
+def test_the_students_pages_speak_only_of_what_the_bundle_holds(bundle):
+    """docs/students.md is the bundle's page: every path its list of the repository names is
+    in the bundle, and it names nothing that only the kit has; nor does the bundle's README."""
+    page = (bundle / "docs" / "students.md").read_text()
+    assert page == (REPO / "docs" / "students.md").read_text()
+    for name in ("docs/students.md", "README.md"):
+        text = (bundle / name).read_text().lower()
+        assert [word for word in NOT_IN_THE_BUNDLE if word in text] == [], name
+    holds = page.split("Your repository holds:")[1].split("\n## ")[0]
+    listed = [
+        path
+        for row in holds.splitlines()
+        if row.startswith("| `")
+        for path in re.findall(r"`([^`]+)`", row.split(" | ")[0])
+    ]
+    assert len(listed) >= 8, listed
+    assert [path for path in listed if not (bundle / path).exists()] == []
 
 
 def test_the_grader_it_ships_is_the_closure_of_what_students_run():

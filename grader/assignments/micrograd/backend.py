@@ -7,10 +7,12 @@ A case sees `lib.value(x)`, Python operators and the methods of `Node`, `lib.bac
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable
 from typing import Any
 
-from grader.case.backend import Backend
+from grader.case.backend import OPERATORS, Backend
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef, Step
 
@@ -122,6 +124,23 @@ class ScalarBackend(Backend):
         a = self.value(2.0, "a")
         self.backward(a * 3.0 + a)
 
+    def rule_probes(self) -> dict[str, Callable[[], object]]:
+        """Each op's gradient rule run alone on the tiniest input, by op, and backward() through
+        the tiniest MLP (its neurons apply rules of their own choosing): the grader runs them
+        beside `probe_backward` to learn, in a moment, which never return."""
+        x, y = _Leaf(0, 1.5), _Leaf(1, 2.0)
+        binary = {op for op in OPERATORS if op not in ("neg", "matmul")}
+
+        def args(op: str) -> list[Any]:
+            return [x, 2.0] if op == "pow" else [x, y] if op in binary else [x]
+
+        def mlp() -> None:
+            model = self.mlp(2, [2, 1], seed=0)
+            self.backward(model([self.value(0.5), self.value(-1.5)]))
+
+        probes = {op: functools.partial(self.probe, op, args(op)) for op in OPS if op != "detach"}
+        return {**probes, "mlp": mlp}
+
     def local_backward(self, out: Node, out_grad: float = 1.0) -> None:
         """Run only `out`'s own gradient rule, with `out.grad = out_grad`.
 
@@ -181,11 +200,26 @@ class ScalarBackend(Backend):
                     if all(r is not None and len(r.data) <= 2 for r in rows):
                         flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
                         tape[i]["parts"] = Quantity(flat, (len(rows), 2))
+        if len(ops) <= MAX_PROBES:
+            for i, step in enumerate(self.tape.steps):
+                if step.op == "mlp":
+                    tape[i]["parts"] = self._mlp_parts()
         if 2 <= len(self.passes) <= MAX_PASSES:
             for i, entry in enumerate(tape):
                 grads = tuple(p[i] if i < len(p) else 0.0 for p in self.passes)
                 entry["passes"] = Quantity(grads, (len(grads),))
         return tape
+
+    def _mlp_parts(self) -> Quantity | None:
+        """The rules an MLP runs on (hints.MLP_RUNS_ON), each probed alone: the tape
+        does not see inside the MLP, so this is how a wrong gradient that comes out of it is
+        laid at the engine's rule rather than at the MLP's own code."""
+        w, x, b = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3)
+        rows = [self.probe("mul", [w, x]), self.probe("add", [w, b]), self.probe("relu", [x])]
+        if any(r is None for r in rows):
+            return None
+        flat = tuple(v for r in rows for v in (*r.data, 0.0, 0.0)[:2])
+        return Quantity(flat, (len(rows), 2))
 
     def _probe_args(self, step: Step) -> list[Any]:
         """A step's inputs as probe inputs: each node a `_Leaf` with its data."""

@@ -1,0 +1,88 @@
+"""A gradient rule that never returns, in a student's own run: the public micrograd suite on
+the reference with relu's rule (`_backward`) looping, against the same suite on the reference.
+
+    python bench/bench_hang.py [--repeat 1]
+
+Each run is `python -m pytest -q tests/public/micrograd --impl=DIR` in a fresh interpreter
+from the project's root (the oracle's disk cache warmed by one untimed run first), once with
+pytest-timeout (the plugin gives each graded test its default timeout) and once without it
+(`-p no:timeout`, as with the bundle's requirements before it was added). It prints the wall
+time and the CPU time (this run's children: the pytest process) of each, and for each way
+the looping run's time as a multiple of the correct run's. Target: at most 3x. CPU time,
+unlike wall time, does not grow when other work shares the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+#: relu's rule in the reference, and what the looping copy has instead
+RULE = "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n"
+LOOP = "            while True:\n                pass\n"
+#: a run that never ends is stopped here: the benchmark then says so
+LIMIT = 1800.0
+
+
+def looping_copy(root: Path) -> Path:
+    """The reference's micrograd with relu's rule looping for ever."""
+    shutil.copytree(REPO / "reference" / "micrograd", root / "micrograd")
+    engine = root / "micrograd" / "engine.py"
+    text = engine.read_text()
+    if text.count(RULE) != 1:
+        raise SystemExit(f"relu's rule is not where this benchmark expects it in {engine}")
+    engine.write_text(text.replace(RULE, LOOP))
+    return root
+
+
+def run(impl: Path, timeout_plugin: bool) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds and the summary line of one pytest run on `impl`."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/public/micrograd"]
+    argv += [f"--impl={impl}"] + ([] if timeout_plugin else ["-p", "no:timeout"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{' '.join(argv)} did not end within {LIMIT:g} s") from None
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line), "")
+    return wall, cpu, summary.strip("= ")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each kind; the median is shown")
+    options = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-hang-") as tmp:
+        looping = looping_copy(Path(tmp))
+        run(REPO / "reference", True)  # warms the oracle's disk cache
+        for plugin, label in ((True, "with pytest-timeout"), (False, "without pytest-timeout")):
+            figures = {}
+            for name, impl in (("correct", REPO / "reference"), ("relu looping", looping)):
+                runs = [run(impl, plugin) for _ in range(options.repeat)]
+                wall = statistics.median(r[0] for r in runs)
+                cpu = statistics.median(r[1] for r in runs)
+                figures[name] = wall, cpu
+                print(f"{label:24} {name:13} {wall:7.1f} s wall {cpu:7.1f} s CPU   {runs[-1][2]}")
+            (wall0, cpu0), (wall1, cpu1) = figures["correct"], figures["relu looping"]
+            print(
+                f"{label:24} ratio         {wall1 / wall0:6.2f}x wall {cpu1 / cpu0:6.2f}x CPU  (target <= 3x)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
