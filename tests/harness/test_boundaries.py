@@ -13,7 +13,6 @@ import pytest
 
 from grader.assignments import NAMES
 from grader.authoring.leaks import Secrets, scan, secrets
-from grader.authoring.wheel import build_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 GRADER = REPO / "grader"
@@ -37,12 +36,6 @@ def known() -> Secrets:
     found = secrets(REPO / "reference", REPO / "tests")
     assert found.solution and found.hidden_names and found.hidden_source
     return found
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The package as `pip install` would install it, unpacked (as `grader check` builds it)."""
-    return build_wheel(REPO, tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_no_solution_and_no_hidden_case(wheel, known):

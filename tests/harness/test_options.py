@@ -19,7 +19,6 @@ import pytest
 
 from grader.case.define import Case
 from grader.report.model import Report, Status
-from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,11 +30,6 @@ def few(case: Case) -> bool:
     """A few cases: composite ones, and forward ones that run no gradient rule."""
     forward = case.module == "test_ops" and case.name == "forward" and case.param_id in ("add", "mul", "tanh")
     return case.module in MODULES[case.assignment] or forward
-
-
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory) -> Oracle:
-    return Oracle(tmp_path_factory.mktemp("options-oracle"))
 
 
 def copy(name: str, dest: Path) -> Path:
@@ -178,16 +172,12 @@ def test_local_pytest_applies_the_same_rule(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The grader as a non-editable `pip install .` puts it: a wheel installed into a target
-    directory (beside the environment's own packages)."""
-    wheels, target = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("installed")
-    build = tmp_path_factory.mktemp("build") / "src"
-    shutil.copytree(REPO, build, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__"))
+def installed(tmp_path_factory, wheel_file) -> Path:
+    """The grader as a non-editable `pip install .` puts it: the kit's wheel installed into a
+    target directory (beside the environment's own packages)."""
+    target = tmp_path_factory.mktemp("installed")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, build], check=True)
-    [wheel] = wheels.glob("*.whl")
-    subprocess.run([*pip, "install", "--no-deps", "--target", target, wheel], check=True)
+    subprocess.run([*pip, "install", "--no-deps", "--target", target, wheel_file], check=True)
     return target
 
 
