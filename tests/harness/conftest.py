@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from grader.authoring.release import release
 from grader.authoring.wheel import build_wheel
 from grader.case.define import collect
 from grader.pipeline import REPO, SUITES_DIR
@@ -90,6 +91,18 @@ def wheel_file(wheel) -> Path:
     """The same wheel, as the file pip installs."""
     (found,) = (wheel.parent / "wheels").glob("grader-*.whl")
     return found
+
+
+@pytest.fixture(scope="session")
+def released_bundle(tmp_path_factory) -> Path:
+    """The student bundle (`python -m grader release`), released once per run. Tests that
+    change it, or install into it, work on a copy."""
+
+    def make(folder: Path) -> None:
+        made = release(folder / "autodiff")
+        assert made.leaks == [], made.leaks[:3]
+
+    return built_once(tmp_path_factory, "bundle", make) / "autodiff"
 
 
 @pytest.fixture(scope="session")
