@@ -1,6 +1,6 @@
 """How fast a class grades: `grade-class` against one `grade` command per submission.
 
-    python bench/bench_class.py [--sizes 50 200] [--alone 10] [--lean] [--jobs N] [--cold] [--kinds K ...]
+    python bench/bench_class.py [--sizes 16 50 200] [--alone 10] [--lean] [--jobs N] [--kinds K ...]
 
 The class is the generated one of the tests (tests/harness/classroom.py: the reference, the
 template, both bug banks, the hostile submissions, the layouts). Prints, for each size, the
@@ -12,10 +12,16 @@ growth is the last size over the first). The oracle cache is warmed first, so ne
 pays for PyTorch. `--lean` grades both sides on the test's lean selection of cases (two
 public cases per topic, no deep chain or random search), where per-submission start-up
 costs dominate; by default every case of both suites. Each class run's CPU time (the grader,
-its forked processes and every sandboxed worker, warm servers included) is printed per
-submission; `--cold` grades each class again with cold sandbox workers, for comparison.
-`--kinds reference` makes a class of the reference alone: the CPU per submission beyond the
-first size is then what one more correct submission of both assignments costs, warm.
+its forked processes and every sandboxed worker) is printed per submission.
+
+The floor is what the reference's code alone needs to run every case of both assignments
+once (`timing.cases_alone`): no grading of a correct submission can cost less. Each size's
+machine time per submission (wall time x cores: what the class occupies) and CPU per
+submission are printed against it; the class's start-up is what makes a small class cost
+more per submission than a large one. The generated class holds hostile submissions that
+run to their time limits: `--kinds reference` makes a class of the reference alone, whose
+figures compare with the floor exactly, and whose CPU per submission beyond the first size
+is what one more correct submission of both assignments costs.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import REPO, grade_cpu, timed
+from timing import REPO, cases_alone, grade_cpu, timed
 
 sys.path.insert(0, str(REPO))
 
@@ -51,13 +57,10 @@ def lean_patterns() -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 50, 200])
     parser.add_argument("--alone", type=int, default=10, help="submissions graded one command at a time")
     parser.add_argument("--lean", action="store_true", help="the tests' lean selection of cases")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument(
-        "--cold", action="store_true", help="also grade each class with cold sandbox workers (--cold)"
-    )
     parser.add_argument("--kinds", nargs="+", help="only these kinds of submission (default: every kind)")
     args = parser.parse_args()
     selection = [arg for pattern in lean_patterns() for arg in ("--only-cases", pattern)] if args.lean else []
@@ -70,26 +73,30 @@ def main() -> int:
             raise SystemExit(f"no such kind: {' '.join(args.kinds)}")
         names = sorted(students)
         timed([*python, "grade", str(tmp / "class" / names[0]), *selection], 1)  # warm the oracle cache
+        floor = None if args.lean else cases_alone("micrograd") + cases_alone("needle")
+        if floor is not None:
+            print(f"the floor: the reference runs every case of both assignments in {floor:.2f} s of CPU")
         times: dict[int, float] = {}
-        cpus: dict[tuple[str, int], float] = {}
+        cpus: dict[int, float] = {}
         for size in args.sizes:
             root = tmp / f"class{size}"
             root.mkdir()
             for name in names[:size]:
                 (root / name).symlink_to(tmp / "class" / name)  # the same submissions, a subset
             command = ["grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
-            for cold in [False, True] if args.cold else [False]:
-                seconds, cpu, _ = grade_cpu(
-                    [*command, "--jobs", str(args.jobs), *selection, *["--cold"] * cold], 1
-                )
-                if not cold:
-                    times[size] = seconds
-                cpus["--cold" if cold else "warm", size] = cpu
-                rate = size / seconds
+            seconds, cpu, _ = grade_cpu([*command, "--jobs", str(args.jobs), *selection], 1)
+            times[size], cpus[size] = seconds, cpu
+            rate = size / seconds
+            print(
+                f"grade-class, {size} submissions on {args.jobs} core(s): "
+                f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / args.jobs:.3f} per core; "
+                f"CPU {cpu / size:.3f} s per submission (grader, its processes, sandboxed workers)"
+            )
+            if floor is not None:
+                machine = seconds * args.jobs / size
                 print(
-                    f"grade-class{' --cold' if cold else ''}, {size} submissions on {args.jobs} core(s): "
-                    f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / args.jobs:.3f} per core; "
-                    f"CPU {cpu / size:.3f} s per submission (grader, its processes, sandboxed workers)"
+                    f"  machine time {machine:.2f} s per submission (wall x {args.jobs} cores), "
+                    f"{machine / floor:.2f}x the floor; CPU {cpu / size / floor:.2f}x the floor"
                 )
         step = max(1, largest // args.alone)
         sample = names[::step][: args.alone]
@@ -107,9 +114,8 @@ def main() -> int:
                 f"growth {first} -> {last} submissions: {times[last] / times[first]:.2f}x the time "
                 f"(linear: {last / first:.2f}x)"
             )
-            for mode in ("warm", "--cold") if args.cold else ("warm",):
-                extra = (cpus[mode, last] - cpus[mode, first]) / (last - first)
-                print(f"  CPU per submission beyond the first {first} ({mode} workers): {extra:.3f} s")
+            extra = (cpus[last] - cpus[first]) / (last - first)
+            print(f"  CPU per submission beyond the first {first}: {extra:.3f} s")
     return 0
 
 

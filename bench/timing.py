@@ -1,4 +1,5 @@
-"""What every benchmark here needs: the median wall time of a command run in a fresh process."""
+"""What every benchmark here needs: the median wall time (and CPU time) of a command run in a
+fresh process, and the floor under grading: the CPU the submitted code alone needs."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ sys.exit(status)
 """
 
 
-def grade_cpu(args: list[str], repeat: int) -> tuple[float, float, str]:
+def grade_cpu(args: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """The median wall time and the median CPU seconds of `repeat` runs of `python -m grader
     ARGS` (the grader, its sandbox and every worker), and the last run's standard output. CPU
     time, unlike wall time, does not grow when other work shares the machine's cores."""
@@ -50,7 +51,7 @@ def grade_cpu(args: list[str], repeat: int) -> tuple[float, float, str]:
     for _ in range(repeat):
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", _CPU_DRIVER, *args], cwd=REPO, capture_output=True, text=True
+            [sys.executable, "-c", _CPU_DRIVER, *args], cwd=REPO, capture_output=True, text=True, env=env
         )
         walls.append(time.perf_counter() - started)
         if done.returncode != 0:
@@ -60,7 +61,9 @@ def grade_cpu(args: list[str], repeat: int) -> tuple[float, float, str]:
     return statistics.median(walls), statistics.median(figures), out
 
 
-def cpu_timed(argv: list[str], repeat: int) -> tuple[float, float]:
+def cpu_timed(
+    argv: list[str], repeat: int, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> tuple[float, float]:
     """The median wall time and the median CPU time (user + system, the command and the
     children it waited for) of `repeat` runs of `argv` from the project's root. On a machine
     shared with other work, CPU time is the steadier of the two."""
@@ -68,10 +71,49 @@ def cpu_timed(argv: list[str], repeat: int) -> tuple[float, float]:
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
         walls.append(time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return statistics.median(walls), statistics.median(cpus)
+
+
+#: runs every public and hidden case of one assignment on the reference in this process, as a
+#: sandbox worker runs them (no tapes read; a deep case's graph frozen, not collected), and
+#: prints the CPU seconds of the cases alone: not the imports, the suites' loading or a compare
+_CASES_ALONE = """
+import gc, json, sys, time
+from grader import assignments
+from grader.case.define import collect
+from grader.case.run import run_case
+from grader.case.worker import keep_garbage
+from grader.pipeline import REPO
+name = sys.argv[1]
+cases = collect(REPO / "tests", [name], ["public", "hidden"])
+assignment = assignments.get(name)
+modules = assignment.load(REPO / "reference")
+cpu = 0.0
+for case in cases:
+    if not case.trace:
+        gc.disable()
+    started = time.process_time()
+    run_case(case, assignment.engine(modules, trace=case.trace), [REPO], tape=False)
+    cpu += time.process_time() - started
+    if not case.trace:
+        keep_garbage()
+print(json.dumps({"cpu": cpu}))
+"""
+
+
+def cases_alone(assignment: str, repeat: int = 3) -> float:
+    """CPU seconds the reference takes to run every case of `assignment` once, in one process:
+    the floor under any grading that runs every case of a correct submission. The median of
+    `repeat` runs: on a shared machine one run's CPU time drifts with the others' load."""
+    figures = []
+    command = [sys.executable, "-c", _CASES_ALONE, assignment]
+    for _ in range(repeat):
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+        figures.append(json.loads(done.stdout.strip().splitlines()[-1])["cpu"])
+    return statistics.median(figures)

@@ -123,8 +123,6 @@ class SandboxRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: how workers are isolated, when the caller has found out already (None: find out)
     isolation: str | None = None
-    #: warm sandbox servers lent for this submission (class grading: `grader.classgrade.warm`)
-    servers: dict | None = None
     #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
     needs: Callable[[Case], Iterable[str]] | None = None
 
@@ -144,7 +142,6 @@ class SandboxRunner:
             user=self.user,
             expected=self.expected,
             isolation=self.isolation,
-            servers=self.servers,
             needs=self.needs,
         )
         runs = engine.run_all(cases, timeouts, yardstick)

@@ -69,13 +69,31 @@ def read_cells(path: str | Path) -> list[Cell]:
         metadata = cell.get("metadata")
         if type(text) is not str or type(metadata or {}) is not dict:
             raise NotebookError(f"{Path(path).name} has a malformed cell")
-        found.append(Cell(str(cell.get("cell_type", "")), text, metadata or {}))
+        # what the fast path reads of the metadata is kept only where it has its form
+        kept = {key: value for key, value in (metadata or {}).items() if type(value) is dict}
+        found.append(Cell(str(cell.get("cell_type", "")), text, kept))
     return found
 
 
+def grade_id(cell: Cell) -> str | None:
+    """The cell's nbgrader id, if it has one that is a string."""
+    found = cell.metadata.get("nbgrader", {}).get("grade_id")
+    return found if type(found) is str and found else None
+
+
 def _cells_by_id(cells: list[Cell]) -> dict[str, Cell]:
-    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells]
-    return {grade_id: c for grade_id, c in zip(ids, cells, strict=True) if grade_id}
+    return {grade_id(c): c for c in cells if grade_id(c)}
+
+
+def locked_sources(source: Path) -> dict[str, str]:
+    """Grade cell id -> text of each locked cell of the source notebook (what autograding
+    restores); nothing if there is no source notebook."""
+    if not source.is_file():
+        return {}
+    cells = _cells_by_id(read_cells(source))
+    return {
+        key: cell.source for key, cell in cells.items() if cell.metadata.get("nbgrader", {}).get("locked")
+    }
 
 
 def extract(
@@ -92,12 +110,11 @@ def extract(
     bodies: dict[str, list[str]] = {module: [] for module in LAYOUT[assignment]}
     for cell in cells:
         module = cell.metadata.get("grader", {}).get("module")
-        if cell.cell_type != "code" or module not in bodies:
+        if cell.cell_type != "code" or type(module) is not str or module not in bodies:
             continue
-        meta = cell.metadata.get("nbgrader", {})
         text = cell.source
-        if meta.get("locked") and meta.get("grade_id") in originals:
-            text = originals[meta["grade_id"]].source
+        if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
+            text = originals[grade_id(cell)].source
         bodies[module].append(text.strip("\n"))
     package = Path(directory) / assignment
     if package.exists():
@@ -152,25 +169,23 @@ def cell_outputs(results: Iterable[CaseResult], assignment: str) -> dict[str, Ce
     return outputs
 
 
-def autograded_notebook(submitted: Path, source: Path | None, outputs: dict[str, CellOutput]) -> dict:
+def autograded_notebook(submitted: Path, locked: dict[str, str], outputs: dict[str, CellOutput]) -> dict:
     """The submitted notebook as `nbgrader autograde` leaves it, without running a kernel:
-    locked cells as the source notebook has them, every output cleared, and each test cell's
-    output written in (`outputs`: grade cell id -> output). Raises `NotebookError`."""
-    read_cells(submitted)  # what the fast path accepts as a notebook, checked once
+    locked cells as the source notebook has them (`locked_sources`), every output cleared,
+    and each test cell's output written in (`outputs`: grade cell id -> output). Raises
+    `NotebookError` for a notebook the fast path cannot read."""
+    cells = read_cells(submitted)
     nb = json.loads(submitted.read_text(encoding="utf-8"))
-    originals = _cells_by_id(read_cells(source)) if source is not None and source.is_file() else {}
-    for cell in nb["cells"]:
-        meta = (cell.get("metadata") or {}).get("nbgrader", {})
-        grade_id = meta.get("grade_id")
-        original = originals.get(grade_id)
-        if original is not None and original.metadata.get("nbgrader", {}).get("locked"):
-            cell["source"] = original.source
-        if cell.get("cell_type") != "code":
+    for raw, cell in zip(nb["cells"], cells, strict=True):
+        key = grade_id(cell)
+        if key in locked:
+            raw["source"] = locked[key]
+        if cell.cell_type != "code":
             continue
-        cell["outputs"], cell["execution_count"] = [], None
-        if grade_id in outputs:
-            out = outputs[grade_id]
-            cell["outputs"] = [
+        raw["outputs"], raw["execution_count"] = [], None
+        if key in outputs:
+            out = outputs[key]
+            raw["outputs"] = [
                 {"output_type": "stream", "name": "stdout", "text": out.text},
                 {
                     "output_type": "execute_result",
@@ -271,7 +286,10 @@ def write_class_grades(
                 grade.auto_score = output.points if grade_id in present else 0.0
                 grade.needs_manual_grade = False
         gb.db.commit()
-    source = course / "source" / assignment / f"{assignment}.ipynb"
+    try:
+        locked = locked_sources(course / "source" / assignment / f"{assignment}.ipynb")
+    except NotebookError:
+        locked = {}  # the submitted text stays, as the gradebook keeps the released one
     for student, cells in outputs.items():
         submitted = course / "submitted" / student / assignment
         autograded = course / "autograded" / student / assignment
@@ -282,6 +300,6 @@ def write_class_grades(
                 shutil.copy2(path, autograded / path.name)
         notebook = autograded / f"{assignment}.ipynb"
         with contextlib.suppress(NotebookError, OSError):  # unreadable: left as handed in
-            made = autograded_notebook(submitted / notebook.name, source, cells)
+            made = autograded_notebook(submitted / notebook.name, locked, cells)
             notebook.write_text(json.dumps(made, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return list(problems.values())

@@ -13,6 +13,11 @@ fails (it imports a module that is missing or broken), the package is imported w
 A third-party module that is not installed and without which the package would not import
 at all gets a stand-in (see `guard`), named in one note.
 
+A module of the package imported by its bare name from a sibling (`from engine import
+Value` in `nn.py`, which works when the student runs it from inside the folder) is the
+package's own module under a second name (`Siblings`): one module, never two copies with
+two `Value` classes.
+
 Two submissions graded in one process must not see each other's code, and the
 submission's code must see its own modules while it runs (an `import micrograd` or a
 `from .autograd import Tensor` inside a function): `Package.active()` puts the
@@ -23,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -31,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from grader.assignments import NAMES
 from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, placeholder
@@ -211,6 +219,37 @@ def _named(package: str) -> list[str]:
     return cached[1]
 
 
+class _Same(importlib.abc.Loader):
+    """Loads a bare name as the package's module of that name: the same module object."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(self.target)
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # already executed under its package name
+
+
+class Siblings(importlib.abc.MetaPathFinder):
+    """`import engine` inside the package `micrograd` is `micrograd.engine`: a bare name
+    that is a module of the package's folder (and not a module installed or of the
+    standard library under that name) resolves to the package's module."""
+
+    def __init__(self, package: str, folder: Path) -> None:
+        self.package, self.folder = package, folder
+
+    def find_spec(
+        self, name: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if "." in name or name == self.package or name in sys.stdlib_module_names:
+            return None
+        if not (self.folder / f"{name}.py").is_file():
+            return None
+        return importlib.machinery.ModuleSpec(name, _Same(f"{self.package}.{name}"))
+
+
 class Package:
     """One assignment's package of one submission, imported module by module on demand.
 
@@ -231,6 +270,7 @@ class Package:
         #: the submission's modules while its code does not run
         self.stash: dict[str, ModuleType] = {}
         self.guard = ImportGuard([self.found.submission])
+        self.siblings = Siblings(package, self.found.path)
         self.notes: list[str] = []
         self.failures: dict[str, SubmissionError] = {}
         self.modules: dict[str, ModuleType] = {}
@@ -268,13 +308,16 @@ class Package:
         sys.modules.update(self.stash)
         sys.path[:0] = [str(self.found.home), str(self.found.submission)]
         sys.meta_path.insert(0, self.guard)
+        if not self.found.single_module:
+            sys.meta_path.insert(0, self.siblings)
         self._active = 1
         try:
             yield
         finally:
             self._active = 0
-            if self.guard in sys.meta_path:
-                sys.meta_path.remove(self.guard)
+            for finder in (self.guard, self.siblings):
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
             mine = [n for n in displaced if n == self.package or n.startswith(self.package + ".")]
             for name in (sys.modules.keys() - before).union(self.stash, mine):
                 module = sys.modules.get(name)

@@ -110,8 +110,7 @@ def keep_garbage() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """A cold worker: its own process from the start (see `grader.case.warm` for the warm one,
-    which collects once and runs `serve` in a child forked per submission)."""
+    """The worker: its own process, collecting the suite, then serving the job."""
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])

@@ -97,9 +97,9 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     if args.dask:
         from grader.classgrade.dask import DaskBackend
 
-        backend = DaskBackend(args.dask, warm=not args.cold)
+        backend = DaskBackend(args.dask)
     else:
-        backend = LocalBackend(jobs, limits.budget + GRACE, warm=not args.cold)
+        backend = LocalBackend(jobs, limits.budget + GRACE)
     oracle = oracle_of(args)
     name = "gradebook"
     if only:
@@ -178,11 +178,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default OUT/gradebook.db)")
     p.add_argument("--jobs", type=int, default=0, help="submissions at once (default: all cores)")
     p.add_argument("--force", action="store_true", help="regrade every submission, changed or not")
-    p.add_argument(
-        "--cold",
-        action="store_true",
-        help="start every sandbox worker afresh (no warm servers: slower; for comparison)",
-    )
     p.add_argument("--shard", metavar="I/N", help="grade only part I of N (0-based), e.g. a job array's task")
     p.add_argument(
         "--dask", metavar="ADDRESS", help="run submissions on this Dask scheduler (tcp://host:8786)"

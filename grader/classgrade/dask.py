@@ -4,9 +4,7 @@ Each task carries one submission's files (workers need not share a file system w
 client) and runs it in the worker's sandbox (`runner.sandbox_runs_of_files`); what comes
 back is the same `Outcome` a local worker sends, scored and written to the gradebook by
 the client. A task whose worker dies is retried by Dask on another worker; one that kills
-workers again (`KilledWorker`) or raises is recorded as an error with the reason. Each worker
-thread keeps its own warm sandbox servers (`classgrade.warm.thread_slot`), as a slot of the
-local pool does.
+workers again (`KilledWorker`) or raises is recorded as an error with the reason.
 """
 
 from __future__ import annotations
@@ -34,10 +32,9 @@ def files_of(job: Job) -> dict[str, bytes]:
     return found
 
 
-def run_task(job: Job, files: dict[str, bytes], warm: bool = True) -> Outcome:
-    """What a Dask worker runs (a module-level function: workers import it by name); `warm`:
-    from the warm servers of the worker thread that runs it (see `classgrade.warm`)."""
-    return sandbox_runs_of_files(job, files, warm)
+def run_task(job: Job, files: dict[str, bytes]) -> Outcome:
+    """What a Dask worker runs (a module-level function: workers import it by name)."""
+    return sandbox_runs_of_files(job, files)
 
 
 @dataclass
@@ -46,8 +43,6 @@ class DaskBackend:
 
     address: object
     retries: int = 1
-    #: the workers' sandboxes forked from warm servers kept by each worker thread (else cold)
-    warm: bool = True
 
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
         from distributed import Client, as_completed
@@ -62,9 +57,7 @@ class DaskBackend:
                     yield Finished(job.student, fault=str(exc))
                     continue
                 key = f"grade-{job.student}-{id(job)}"
-                future = client.submit(
-                    run_task, job, files, self.warm, key=key, pure=False, retries=self.retries
-                )
+                future = client.submit(run_task, job, files, key=key, pure=False, retries=self.retries)
                 futures[future] = job.student
             for future in as_completed(futures):
                 student = futures[future]

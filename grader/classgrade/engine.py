@@ -29,9 +29,7 @@ from grader.classgrade.runner import (
     default_secrets,
     report_for,
     sandbox_runs,
-    warm_sandbox_runs,
 )
-from grader.classgrade.warm import WarmSlots
 from grader.pipeline import refused, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
@@ -51,22 +49,14 @@ class Backend(Protocol):
 
 @dataclass
 class LocalBackend:
-    """All cores of this machine: one fresh forked process per submission, whose sandbox
-    workers are forked from its slot's warm servers (`warm`; else each starts cold)."""
+    """All cores of this machine: one fresh forked process per submission."""
 
     jobs: int
     deadline: float
-    warm: bool = True
 
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
         pool = ForkPool(self.jobs, self.deadline)
-        tasks = [(job.student, job) for job in jobs]
-        if not self.warm or not jobs:
-            yield from self._counted(pool.run(sandbox_runs, tasks))
-            return
-        with WarmSlots(pool.jobs, jobs[0].user) as slots:
-            lend = lambda slot, job: (job, slots.lend(slot, job))  # noqa: E731
-            yield from self._counted(pool.run(warm_sandbox_runs, tasks, lend, slots.give_back))
+        yield from self._counted(pool.run(sandbox_runs, [(job.student, job) for job in jobs]))
 
     @staticmethod
     def _counted(finished: Iterator[Finished]) -> Iterator[Finished]:

@@ -8,7 +8,7 @@ fault with the reason and the others go on; a slow or hostile submission holds o
 for at most its deadline. A submission's process ends with the class run, even SIGKILLed:
 nothing else would end it before its submission is done (it is the fork server's child, and
 the fork server stays while its children hold a copy of its own lifeline), so it watches its
-result pipe and exits once no one is left to read it (`grader.case.lifeline`).
+result pipe and exits once no one is left to read it (`exit_with`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import multiprocessing.forkserver
 import multiprocessing.util
 import os
 import resource
+import select
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
-
-from grader.case import lifeline
 
 #: imported once, in the fork server, before any submission's process is forked from it
 PRELOAD = ["numpy", "grader.pipeline", "grader.classgrade.runner"]
@@ -54,11 +54,31 @@ def _cpu_spent() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + ledger
 
 
+#: what poll reports, asked for or not, once the far end is gone (or the descriptor closed)
+GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+
+def exit_with(fd: int) -> None:
+    """From now on, exit as soon as descriptor `fd` reports a hang-up or an error: once every
+    copy of a pipe's other end is closed (the class run exited, or was SIGKILLed), `poll`
+    says so. A thread waits for it, whatever the process does meanwhile; it holds no lock
+    while it waits, so forking meanwhile is safe (the child has no such thread)."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no event asked for: only GONE can wake it
+        while True:
+            if any(events & GONE for _, events in poller.poll()):
+                os._exit(0)
+
+    threading.Thread(target=watch, name=f"exit-with-fd-{fd}", daemon=True).start()
+
+
 def _serve(conn: Connection, fn: Callable[[Any], Any], arg: Any) -> None:
     """In the forked process: run, send the value (or the grader's own traceback), exit.
     It ends at once if the class run does (its end of `conn` closes, even on SIGKILL): it is
     the fork server's child, and nothing else would stop it before its submission is done."""
-    lifeline.exit_with(conn.fileno())
+    exit_with(conn.fileno())
     try:
         result: tuple[str, Any, float] = ("ok", fn(arg), 0.0)
     except BaseException as exc:  # the grader's failure in this worker: reported, not raised
@@ -117,66 +137,46 @@ class ForkPool:
         with _socket_room():
             multiprocessing.forkserver.ensure_running()
 
-    def run(
-        self,
-        fn: Callable[[Any], Any],
-        tasks: Iterable[tuple[str, Any]],
-        lend: Callable[[int, Any], Any] | None = None,
-        give_back: Callable[[int, bool], None] | None = None,
-    ) -> Iterator[Finished]:
-        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once.
-        Each runs in one of `jobs` slots: `lend(slot, arg)` makes the argument it gets there
-        (e.g. with the slot's warm sandbox servers), and `give_back(slot, clean)` hears when
-        it is done, `clean` False when its process was killed or died."""
+    def run(self, fn: Callable[[Any], Any], tasks: Iterable[tuple[str, Any]]) -> Iterator[Finished]:
+        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once."""
         todo = list(tasks)[::-1]
-        running: dict[Connection, tuple[str, Any, float, int]] = {}
+        running: dict[Connection, tuple[str, Any, float]] = {}
         started: dict[str, float] = {}
-        free = list(range(self.jobs))[::-1]
-
-        def release(slot: int, clean: bool) -> None:
-            free.append(slot)
-            if give_back is not None:
-                give_back(slot, clean)
 
         def start_some() -> None:
-            while todo and free:
+            while todo and len(running) < self.jobs:
                 key, arg = todo.pop()
-                slot = free.pop()
-                if lend is not None:
-                    arg = lend(slot, arg)
                 receiver, sender = self.ctx.Pipe(duplex=False)
                 process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
                 started[key] = time.monotonic()
                 process.start()
                 sender.close()
-                running[receiver] = (key, process, time.monotonic() + self.deadline, slot)
+                running[receiver] = (key, process, time.monotonic() + self.deadline)
 
         try:
             start_some()
             while running:
-                soonest = min(end for _, _, end, _ in running.values())
+                soonest = min(end for _, _, end in running.values())
                 ready = wait(list(running), timeout=max(0.0, min(soonest - time.monotonic(), 1.0)))
                 done = []
                 for conn in ready:
-                    key, process, _, slot = running.pop(conn)
+                    key, process, _ = running.pop(conn)
                     finished = self._collect(key, conn, process)
                     finished.seconds = time.monotonic() - started[key]
-                    release(slot, finished.fault is None)
                     done.append(finished)
                 now = time.monotonic()
-                for conn, (key, process, end, slot) in list(running.items()):
+                for conn, (key, process, end) in list(running.items()):
                     if now > end:
                         del running[conn]
                         process.kill()
                         process.join()
                         conn.close()
-                        release(slot, False)
                         late = f"grading took longer than {self.deadline:g} s and was stopped"
                         done.append(Finished(key, fault=late, seconds=self.deadline))
                 start_some()  # the freed slots work while the caller scores what came back
                 yield from done
         finally:
-            for conn, (_, process, _, _) in running.items():
+            for conn, (_, process, _) in running.items():
                 process.kill()
                 process.join()
                 conn.close()

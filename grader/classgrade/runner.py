@@ -21,7 +21,6 @@ from grader.case.run import Run
 from grader.pipeline import REPO, SUITES_DIR, Runs, SandboxRunner, grade, missing_assignments
 from grader.report.model import Report
 from grader.sandbox import Limits
-from grader.sandbox.warm import WarmServer
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import Oracle
 
@@ -66,29 +65,22 @@ class Outcome:
     notes: list[str]
 
 
-def sandbox_runs(job: Job, servers: dict[tuple[str, str, str], WarmServer] | None = None) -> Outcome:
+def sandbox_runs(job: Job) -> Outcome:
     """Run the job's cases on its submission in the sandbox (but an assignment the
-    submission lacks, as `grade` does: its cases score zero without running); `servers`:
-    warm ones lent to fork its workers from (else each worker starts cold)."""
+    submission lacks, as `grade` does: its cases score zero without running)."""
     directory = Path(job.path)
     missing = missing_assignments(directory, sorted({c.assignment for c in job.cases}))
     todo = [c for c in job.cases if c.assignment not in missing]
     if not todo:
         return Outcome({}, {}, [])
     expected = job.expected.get if job.expected else None
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation, servers)
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
 
-def warm_sandbox_runs(lent: tuple[Job, dict[tuple[str, str, str], WarmServer]]) -> Outcome:
-    """`sandbox_runs` for a job and the warm servers its slot lends it (one argument: a pool task)."""
-    return sandbox_runs(*lent)
-
-
-def sandbox_runs_of_files(job: Job, files: dict[str, bytes], warm: bool = False) -> Outcome:
-    """The same, for a worker on another machine: the submission comes as its files. `warm`:
-    its workers are forked from this thread's warm servers (`classgrade.warm.thread_slot`)."""
+def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
+    """The same, for a worker on another machine: the submission comes as its files."""
     with tempfile.TemporaryDirectory(prefix="grader-class-") as tmp:
         root = Path(tmp) / "submission"
         for relative, data in files.items():
@@ -100,19 +92,7 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes], warm: bool = False)
         root.mkdir(exist_ok=True)
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
         # this machine's secrets and isolation, not the client's
-        local = replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None)
-        if not warm:
-            return sandbox_runs(local)
-        from grader.classgrade.warm import thread_slot
-
-        slots, slot = thread_slot(job.user)
-        clean = False
-        try:
-            outcome = sandbox_runs(local, slots.lend(slot, local))
-            clean = True
-            return outcome
-        finally:
-            slots.give_back(slot, clean)
+        return sandbox_runs(replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None))
 
 
 def default_secrets(oracle: Oracle | None = None) -> tuple[Path, ...]:

@@ -15,8 +15,6 @@ seccomp.py   (in grader/case, via libseccomp) no new processes, no signals to ot
              no raising its limits
 engine.py    `SandboxEngine.run_all(cases) -> list[Run]`: one worker per suite and
              assignment (public first), a fresh one after each fault, a total budget
-warm.py      for a class: long-lived sandboxes whose first process imported and collected
-             once (`grader.case.warm`), each submission's worker a fresh child of one
 """
 
 from grader.sandbox.engine import Budget, SandboxEngine

@@ -4,10 +4,7 @@ One worker serves all cases of one suite of one assignment (public before hidden
 both in one worker: nothing a hidden case sees can reach public feedback). When a case
 times out, crashes the worker, exhausts its memory or answers with anything malformed,
 that case gets a fault and a fresh worker takes the remaining ones. A submission that
-cannot be imported faults every case of that worker. The total budget bounds it all. In a
-class run, each worker may be a fresh child of a warm server lent for the submission
-(`grader.sandbox.warm`): the same messages, the same checks; a lost server's group goes on
-with cold workers.
+cannot be imported faults every case of that worker. The total budget bounds it all.
 
 The time limits are `grader.case.limits`'s, as everywhere cases run: each assignment's
 first worker runs the probe before its first case; if backward() hung on it, the worker
@@ -34,7 +31,6 @@ from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, build
-from grader.sandbox.warm import ServerLost, WarmChild, WarmServer
 from grader.verdict.compare import compare
 from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
 
@@ -120,20 +116,15 @@ class SandboxEngine:
         isolation: str | None = None,
         user: str | None = None,
         expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None,
-        servers: Mapping[tuple[str, str, str], WarmServer] | None = None,
         needs: Callable[[Case], Iterable[str]] | None = None,
     ) -> None:
         """`user` (the grader must be root): workers run as this unprivileged user.
         `expected`: a case id's expected results, so that only a case whose results are
-        wrong has its tape sent (None: every case that ran to its end sends it). `servers`:
-        warm servers by (assignment, suite, suites directory), lent for this submission
-        (`grader.sandbox.warm`); a group without one gets cold workers. `needs`: the ops a
-        case uses (by PyTorch's run), so that a case that uses an op whose rule hung on the
-        probe gets a short CPU budget (None: only a hung backward() gives one)."""
+        wrong has its tape sent (None: every case that ran to its end sends it). `needs`: the
+        ops a case uses (by PyTorch's run), so that a case that uses an op whose rule hung on
+        the probe gets a short CPU budget (None: only a hung backward() gives one)."""
         self.needs = needs
         self.expected = expected
-        #: warm servers to fork this submission's workers from, where bubblewrap isolates
-        self.servers = dict(servers or {})
         #: (uid, gid) the workers become before any student code runs, or None
         self.user = resolve_user(user)
         self.directory = Path(directory).resolve()
@@ -180,14 +171,6 @@ class SandboxEngine:
             groups.setdefault((case.assignment, case.suite), []).append(case)
         with scratch.run_directory() as tmp, confine.undumpable():
             for (assignment, suite), group in groups.items():
-                server = self._server(assignment, suite)
-                if server is not None:
-                    server.fill(self.directory, assignment)
-                    try:
-                        self._run_group(server.lib, server.work, assignment, suite, group, runs, server)
-                    finally:
-                        server.empty_work()
-                    continue
                 root = tmp / f"{suite}-{assignment}"
                 root.mkdir()
                 lib, work = build(root, self.directory, self.suites_dir, suite, assignment)
@@ -197,12 +180,6 @@ class SandboxEngine:
                 self._run_group(lib, work, assignment, suite, group, runs)
         return [runs[case.id] for case in cases]
 
-    def _server(self, assignment: str, suite: str) -> WarmServer | None:
-        """The warm server lent for this group, if any (only bubblewrap's sandbox has them)."""
-        server = self.servers.get((assignment, suite, str(self.suites_dir)))
-        usable = server is not None and server.usable and self.isolation == "bubblewrap"
-        return server if usable else None
-
     def _run_group(
         self,
         lib: Path,
@@ -211,7 +188,6 @@ class SandboxEngine:
         suite: str,
         group: list[Case],
         runs: dict[str, Run],
-        server: WarmServer | None = None,
     ) -> None:
         remaining = group
         while remaining:
@@ -245,27 +221,11 @@ class SandboxEngine:
                 confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
             )
             switch = self.user is not None
-            worker = self._warm(server, job) or WorkerProcess(
-                lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch
-            )
+            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch)
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
-            except SandboxError:
-                if not isinstance(worker, WarmChild):
-                    raise
-                worker.server.kill()  # it died with its server before any student code ran: go on cold
             finally:
                 worker.close()
-
-    def _warm(self, server: WarmServer | None, job: dict) -> WorkerProcess | None:
-        """A fresh child of the warm server, or None: there is none, or it is lost (then the
-        group goes on with cold workers, as without servers)."""
-        if server is None or not server.usable:
-            return None
-        try:
-            return WarmChild(server, job, self.limits)
-        except ServerLost:
-            return None
 
     def _timeout(self, case: Case) -> float:
         given = self.timeouts.get(case.id, self.limits.timeout)

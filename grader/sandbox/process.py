@@ -47,13 +47,12 @@ class CpuLedger:
     seconds = 0.0
 
 
-def cpu_seconds(pid: int, reaped: bool = False) -> float:
-    """User plus system time of process `pid` so far (0 when it cannot be read); with
-    `reaped`, that of the children it has reaped too."""
+def cpu_seconds(pid: int) -> float:
+    """User plus system time of process `pid` so far (0 when it cannot be read)."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
-        ticks = sum(int(f) for f in fields[11 : 15 if reaped else 13])
+        ticks = sum(int(f) for f in fields[11:13])
         return ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0

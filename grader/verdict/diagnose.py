@@ -413,6 +413,10 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
             return _explain_second_order(tape, i, got)
         if tape.carried_over(i):
             return _explain_backward(tape, i, users, got)
+        if not users and tape.steps[i].op == "parameter":
+            inside = _mlp_rule(tape, i, got)
+            if inside is not None:
+                return inside
         if not users:
             if i in tape.outputs:
                 return Diagnosis(
@@ -441,10 +445,28 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
     return None
 
 
+def _mlp_rule(tape: Tape, i: int, got: str) -> Diagnosis | None:
+    """A parameter's gradient comes out of an MLP, which the tape does not see inside: when
+    a rule the MLP runs on, probed alone, is wrong, that rule is the one to fix."""
+    for j, step in enumerate(tape.steps):
+        parts = tape.wrong_parts(j) if step.op == "mlp" else []
+        if parts:
+            primitive, text = tape.hints.MLP_RUNS_ON[parts[0]]
+            message = (
+                f"wrong gradient from {primitive}: its rule, probed alone on {text}, differs from "
+                f"PyTorch's, and the MLP's neurons run it\n{got}"
+            )
+            return Diagnosis(message, rule(primitive), i)
+    return None
+
+
 def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnosis:
     """Node j's op sent a wrong gradient to its input i: name it, its inputs and out.grad."""
     incoming = tape.expected[j]["grad"]
-    parts = tape.wrong_parts(j)
+    inside = _mlp_rule(tape, i, got) if tape.steps[j].op == "mlp" else None
+    if inside is not None:
+        return inside
+    parts = tape.wrong_parts(j) if tape.steps[j].op in tape.hints.BUILT_FROM else []
     if parts:
         return _explain_part(tape, i, j, parts[0], got, tail)
     message = (
@@ -496,7 +518,7 @@ def _explain_wrong_rules(
 
 def _culprit(tape: Tape, j: int) -> str:
     """The primitive whose rule makes node j's gradient wrong (inside a composite, its part)."""
-    parts = tape.wrong_parts(j)
+    parts = tape.wrong_parts(j) if tape.steps[j].op in tape.hints.BUILT_FROM else []
     return tape.hints.BUILT_FROM[tape.steps[j].op][parts[0]][0] if parts else tape.steps[j].op
 
 
@@ -695,9 +717,20 @@ def uses_mlp(expected: Run) -> bool:
 
 
 def mlp_note(expected: Run, assignment: str) -> str:
-    """Every failure of a case that builds an MLP states the MLP's contract."""
+    """The MLP's contract, for a case that builds an MLP from the submission's nn module."""
     text = hints_for(assignment).MLP if uses_mlp(expected) else ""
     return f"\n  {text}" if text else ""
+
+
+def _in_the_mlp(tape: Tape, diagnosis: Diagnosis, failure: Failure | None) -> bool:
+    """Is the failure in the MLP's own code or its call, rather than in the engine it runs
+    on? An exception outside backward() and the rules; wrong numbers that no rule, no slip
+    and no part of backward() explains."""
+    if failure is not None:
+        func = failure.where[2] if failure.where else ""
+        return not (func.endswith("backward") or "_backward" in func)
+    wrong_rule = any(tape.rule(j) is False or tape.wrong_parts(j) for j in range(len(tape.steps)))
+    return diagnosis.blame in ("", "mlp") and not (diagnosis.slip or wrong_rule)
 
 
 def diagnose(
@@ -712,7 +745,8 @@ def diagnose(
     if actual.failure is not None:
         found = explain_failure(actual.failure, hints)
         evidence = Evidence(tape, mismatches, actual.failure, found)
-        return name_slip(found, evidence, slips_for(assignment)).plus(mlp_note(expected, assignment))
+        found = name_slip(found, evidence, slips_for(assignment))
+        return found.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, found, actual.failure) else "")
     values = [m for m in mismatches if not m.is_grad]
     wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
     head = explain_forward(tape) if values or wrong_grad_node else None
@@ -726,7 +760,7 @@ def diagnose(
         head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}")
         listing = ""
     head = name_slip(head, Evidence(tape, mismatches, None, head), slips_for(assignment))
-    head = head.plus(mlp_note(expected, assignment))
+    head = head.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, head, None) else "")
     return head.plus(f"\nresults that differ:\n{listing}") if listing else head
 
 

@@ -39,11 +39,6 @@ TANH_RULE = """\
 
 
 @pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
-
-
-@pytest.fixture(scope="module")
 def cases() -> list[Case]:
     return collect(REPO / "tests", ["micrograd", "needle"], ["public", "hidden"])
 
@@ -308,3 +303,32 @@ def test_every_assignment_has_the_same_hints():
     for op, parts in built.items():
         probed = _parts(op, [_Leaf(0, 2.0), _Leaf(1, 3.0)]) or _parts(op, [_Leaf(0, 2.0), 3.0])
         assert [p for p, _ in probed] == [p for p, _ in parts], op
+
+
+# ---- an engine that keeps its gradients as NumPy arrays ----
+
+GRADS_AS_ARRAYS = Bug(
+    "grads-as-arrays",
+    "a correct engine whose gradients are 0-d NumPy arrays, and whose add rule reads their shape",
+    [
+        (ENGINE, "import math\n", "import math\n\nimport numpy as np\n"),
+        (ENGINE, "        self.grad = 0.0\n", "        self.grad = np.zeros(())\n"),
+        (ENGINE, "                node.grad = 0.0\n", "                node.grad = np.zeros(())\n"),
+        (ENGINE, "        self.grad = 1.0\n", "        self.grad = np.ones(())\n"),
+        (
+            ENGINE,
+            "            self.grad += out.grad\n            other.grad += out.grad\n",
+            "            self.grad += out.grad.reshape(self.grad.shape)\n"
+            "            other.grad += out.grad.reshape(other.grad.shape)\n",
+        ),
+        (NN, "import random\n", "import random\n\nimport numpy as np\n"),
+        (NN, "            p.grad = 0.0\n", "            p.grad = np.zeros(())\n"),
+    ],
+)
+
+
+def test_gradients_are_probed_in_the_engines_own_type(cases, oracle, tmp_path):
+    """The rule probes and the rule cases set a gradient as the engine keeps it (here a 0-d
+    array), so a correct engine that reads its gradients' shape passes."""
+    micrograd = chosen(cases, r"^micrograd/(?!.*(deep|random|mlp))")
+    assert failed(run(GRADS_AS_ARRAYS, micrograd, oracle, tmp_path)) == {}

@@ -34,6 +34,28 @@ def test_nn_uses_the_same_submissions_engine(tmp_path):
     assert modules["nn"].Value is modules["engine"].Value
 
 
+def test_a_sibling_imported_by_its_bare_name_is_the_same_module(tmp_path):
+    """`from engine import Value` in nn.py works as it does when the student runs nn.py from
+    inside micrograd/: one module under both names, so nn's Value is engine's Value; and two
+    submissions doing so still do not see each other."""
+    roots = []
+    for name in ("a", "b"):
+        root = tmp_path / name
+        shutil.copytree(REPO / "reference" / "micrograd", root / "micrograd")
+        nn = root / "micrograd" / "nn.py"
+        bare = nn.read_text().replace("from micrograd.engine import Value", "from engine import Value")
+        nn.write_text(bare)
+        assert "from engine import Value" in nn.read_text()
+        (root / "micrograd" / "engine.py").write_text(
+            (REPO / "reference" / "micrograd" / "engine.py").read_text() + f"\nWHO = {name!r}\n"
+        )
+        roots.append(root)
+    first, second = (load_package(root, "micrograd", ("engine", "nn")) for root in roots)
+    assert first["nn"].Value is first["engine"].Value and first["engine"].WHO == "a"
+    assert second["nn"].Value is second["engine"].Value and second["engine"].WHO == "b"
+    assert "engine" not in sys.modules
+
+
 def test_missing_package_is_a_clear_error(tmp_path):
     with pytest.raises(SubmissionError, match="no package 'micrograd'"):
         load_package(tmp_path, "micrograd")

@@ -1,5 +1,6 @@
 """The nbgrader course's source notebooks are generated: they must not drift."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -196,3 +197,41 @@ def test_a_fix_run_again_in_the_same_kernel_gets_full_time_limits_back(monkeypat
     fixed = runner.check(deep[:1], notebook_namespace(engine), REPO / "tests")
     assert fixed[0].passed
     assert runner.timeout(longest) > SHORT_TIMEOUT
+
+
+def test_the_fast_path_writes_a_test_cells_output_and_restores_locked_cells(tmp_path):
+    """What `grade-class --nbgrader` leaves as the autograded notebook: the test cell's output
+    as the kernel prints it, locked cells as released, other outputs cleared; a cell whose
+    metadata has another form is left as handed in, and the notebook is still written."""
+    from grader.authoring.nbgrader_io import CellOutput, autograded_notebook, extract, locked_sources
+
+    def cell(source: str, metadata: dict, outputs: list | None = None) -> dict:
+        return {"cell_type": "code", "source": source, "metadata": metadata, "outputs": outputs or [],
+                "execution_count": 3}  # fmt: skip
+
+    source = tmp_path / "source.ipynb"
+    test = {"nbgrader": {"grade_id": "test_ops", "locked": True, "grade": True, "points": 2}}
+    given = [
+        cell("grade_cell('micrograd', 'ops', globals())", test),
+        cell("x = 1", {"nbgrader": {"grade_id": "a"}}),
+    ]
+    source.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": given}))
+    submitted = tmp_path / "submitted.ipynb"
+    handed_in = [
+        cell("print('edited')", test, [{"output_type": "stream", "name": "stdout", "text": "old"}]),
+        cell(
+            "x = 2",
+            {"nbgrader": 5, "grader": ["engine"]},
+            [{"output_type": "stream", "name": "stdout", "text": "1"}],
+        ),
+    ]
+    submitted.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": handed_in}))
+    made = autograded_notebook(
+        submitted, locked_sources(source), {"test_ops": CellOutput(1.5, "ops (public)\n")}
+    )
+    first, second = made["cells"]
+    assert first["source"] == given[0]["source"]
+    assert first["outputs"][0] == {"output_type": "stream", "name": "stdout", "text": "ops (public)\n"}
+    assert first["outputs"][1]["data"] == {"text/plain": "1.5"}
+    assert second["source"] == "x = 2" and second["outputs"] == [] and second["execution_count"] is None
+    assert extract(submitted, tmp_path / "out", "micrograd", source=source).is_dir()  # no crash either

@@ -25,6 +25,7 @@ from grader.verdict.diagnose import slips_for
 from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, materialize
 from tests.harness.bugs.micrograd import BUGS as MICROGRAD
+from tests.harness.bugs.micrograd import BY_NAME
 from tests.harness.bugs.needle import BUGS as NEEDLE
 
 BANKS = {"micrograd": MICROGRAD, "needle": NEEDLE}
@@ -78,11 +79,6 @@ def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None
     return count
 
 
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
-
-
 @pytest.mark.parametrize("assignment", sorted(BANKS))
 def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_path):
     """Each bug that makes a catalogued slip, applied to the reference, fails with a message
@@ -95,6 +91,19 @@ def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_
     }
     assert not silent, f"messages that do not name the slip (naming/failed): {silent}"
     assert set(count.slips) == {slip.name for slip in slips_for(assignment)}
+
+
+def test_the_mlp_contract_is_stated_only_when_the_mlp_is_at_fault(oracle, tmp_path):
+    """A wrong rule that an MLP runs on is named, without the MLP's contract (the student's
+    nn.py is right); a wrong MLP gets the contract."""
+    cases = [c for c in collect(REPO / "tests", ["micrograd"], ["public"]) if "test_mlp::" in c.id]
+    rule = materialize(BY_NAME["mul-assigns"], tmp_path / "rule")
+    failed = [r for r in score(cases, oracle, run_in_process(rule, cases), {}) if not r.passed]
+    assert failed and all(r.blame == "mul" and "MLP contract" not in r.message for r in failed)
+    assert all("(`+=`)" in r.message for r in failed)
+    mlp = materialize(BY_NAME["hidden-layers-linear"], tmp_path / "mlp")
+    failed = [r for r in score(cases, oracle, run_in_process(mlp, cases), {}) if not r.passed]
+    assert failed and all("MLP contract" in r.message for r in failed)
 
 
 def main() -> int:

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grader.assignments.micrograd.backend import OPS, Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
@@ -50,6 +52,17 @@ def requires_grad(raw: Any) -> Quantity | None:
 def _children(node: Any) -> list[Any]:
     """A node's inputs, each once (by identity: a student's Value may not be hashable)."""
     return list({id(c): c for c in getattr(node, "_prev", ()) or ()}.values())
+
+
+def in_its_type(current: Any, number: float) -> Any:
+    """`number` in the type the engine keeps its gradients in (`current`, a gradient it
+    made): a float, or a 0-d or one-element NumPy array of its dtype. A probe that set a
+    float where the engine keeps arrays would fail the engine's right rules."""
+    if isinstance(current, np.ndarray):
+        return np.full(current.shape, number, dtype=current.dtype)
+    if isinstance(current, np.generic):
+        return type(current)(number)
+    return float(number)
 
 
 def op_nodes(out: Any, inputs: list[Any]) -> list[Any]:
@@ -254,7 +267,7 @@ class MicrogradBackend(ScalarBackend):
         self.run_rule(out.raw, out_grad, inputs)
 
     def set_grad(self, raw: Any, grad: float) -> None:
-        raw.grad = grad
+        raw.grad = in_its_type(raw.grad, grad)
 
     def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
         """Run the rules of every node the op created, from `out` back to `inputs`. The
@@ -263,8 +276,8 @@ class MicrogradBackend(ScalarBackend):
         nodes = op_nodes(out, inputs)
         for node in nodes:
             if node is not out:
-                node.grad = 0.0
-        out.grad = out_grad
+                node.grad = in_its_type(node.grad, 0.0)
+        out.grad = in_its_type(out.grad, out_grad)
         for node in reversed(nodes):
             node._backward()
 

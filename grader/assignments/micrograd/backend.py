@@ -200,11 +200,26 @@ class ScalarBackend(Backend):
                     if all(r is not None and len(r.data) <= 2 for r in rows):
                         flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
                         tape[i]["parts"] = Quantity(flat, (len(rows), 2))
+        if len(ops) <= MAX_PROBES:
+            for i, step in enumerate(self.tape.steps):
+                if step.op == "mlp":
+                    tape[i]["parts"] = self._mlp_parts()
         if 2 <= len(self.passes) <= MAX_PASSES:
             for i, entry in enumerate(tape):
                 grads = tuple(p[i] if i < len(p) else 0.0 for p in self.passes)
                 entry["passes"] = Quantity(grads, (len(grads),))
         return tape
+
+    def _mlp_parts(self) -> Quantity | None:
+        """The rules an MLP runs on (hints.MLP_RUNS_ON), each probed alone: the tape
+        does not see inside the MLP, so this is how a wrong gradient that comes out of it is
+        laid at the engine's rule rather than at the MLP's own code."""
+        w, x, b = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3)
+        rows = [self.probe("mul", [w, x]), self.probe("add", [w, b]), self.probe("relu", [x])]
+        if any(r is None for r in rows):
+            return None
+        flat = tuple(v for r in rows for v in (*r.data, 0.0, 0.0)[:2])
+        return Quantity(flat, (len(rows), 2))
 
     def _probe_args(self, step: Step) -> list[Any]:
         """A step's inputs as probe inputs: each node a `_Leaf` with its data."""

@@ -32,6 +32,9 @@ BUILT_FROM = {
     "radd": (("add", "{0} + {1}"),),
     "rmul": (("mul", "{0} * {1}"),),
 }
+#: the rules an MLP's neurons run on, each (primitive, expression), in the order the backend
+#: probes them alone (at numbers of the grader's choosing: the tape does not see inside)
+MLP_RUNS_ON = (("mul", "w * x"), ("add", "w + b"), ("relu", "relu(x)"))
 #: the primitive ops, each written as a `_backward` closure under its forward computation
 PRIMITIVES = ("add", "mul", "pow", "relu", "exp", "log", "tanh", "sigmoid")
 
@@ -45,7 +48,7 @@ ORDER = (
     "(reverse topological order), so that out.grad is complete when the rule reads it"
 )
 REPEATED_BACKWARD = (
-    "backward() ran more than once in this case: each call must start the interior nodes' "
+    "the contract: backward() ran more than once in this case, and each call must start the interior nodes' "
     "gradients from zero (leaves keep accumulating, as in PyTorch), or it pushes the earlier "
     "calls' gradients through again; and each call runs the rules in reverse topological order"
 )

@@ -33,7 +33,19 @@ def _wrong_rules(evidence: Any) -> list[tuple[int, str, Any, Any]]:
         pair = evidence.rule_pair(i) if op in hints.PRIMITIVES else None
         if pair is not None:
             found.append((i, op, *pair))
+        found += _mlp_rules(evidence, i) if op == "mlp" else []
     return sorted(found, key=lambda row: row[1] != evidence.diagnosis.blame)
+
+
+def _mlp_rules(evidence: Any, i: int) -> list[tuple[int, str, Any, Any]]:
+    """The rules an MLP runs on, probed alone (`parts`, hints.MLP_RUNS_ON), that are
+    wrong. Only their first input is compared: relu's row has one."""
+    tape = evidence.tape
+    e, a = tape.expected[i].get("parts"), tape.actual[i].get("parts") if tape.actual else None
+    if e is None or a is None or e.shape != a.shape:
+        return []
+    rows = zip(hints.MLP_RUNS_ON, e.array(), a.array(), strict=True)
+    return [(i, op, want[:1], got[:1]) for (op, _), want, got in rows if not _same(want, got)]
 
 
 def assigns(evidence: Any) -> dict[str, str] | None:

@@ -197,7 +197,7 @@ class NeedleBackend(TensorBackend):
         self, op_name: str, inputs: list[Node], out_grad: Node, **op_args: Any
     ) -> tuple[Node, ...]:
         """Run `op.gradient_as_tuple(out_grad, node)` alone, for one op applied to `inputs`."""
-        self.op_class(op_name)
+        self.op_class(op_name, op_args)
         try:
             op_class = getattr(self.opsmod, op_name, None) or getattr(self.needle, op_name)
             op = op_class(*op_args.values())

@@ -211,11 +211,14 @@ class TensorBackend(Backend):
     def input_indices(self, i: int) -> list[int]:
         return [r.index for r in self.tape.steps[i].inputs if isinstance(r, NodeRef)]
 
-    def op_class(self, op_name: str) -> str:
-        """A needle op class a case tests in isolation (a typo is the case's bug); the case needs it."""
+    def op_class(self, op_name: str, op_args: dict | None = None) -> str:
+        """A needle op class a case tests in isolation (a typo is the case's bug); the case
+        needs it, and `int-axes` too for a Summation over an int, as `needs_of` says."""
         if op_name not in OP_CLASSES:
             raise UnknownOp(f"needle has no op class {op_name!r}; the classes are {', '.join(OP_CLASSES)}")
         self.used.add(op_name)
+        if op_name == "Summation" and isinstance((op_args or {}).get("axes"), int):
+            self.used.add("int-axes")
         return op_name
 
     def needs_of(self, op: str, args: tuple, kwargs: dict) -> tuple[str, ...]:

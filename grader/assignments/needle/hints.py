@@ -21,6 +21,7 @@ OP_NAMES = {
     "rtruediv": "Tensor.__rtruediv__",
 }
 BUILT_FROM: dict[str, tuple[tuple[str, str], ...]] = {}
+MLP_RUNS_ON: tuple[tuple[str, str], ...] = ()
 PRIMITIVES: tuple[str, ...] = ()
 
 SEED = (
@@ -34,8 +35,8 @@ ORDER = (
     "find_topo_sort must put each node after its inputs (post-order), and backward walk it in reverse"
 )
 REPEATED_BACKWARD = (
-    "backward ran more than once in this case: each backward assigns the gradients for its own "
-    "output, replacing those of an earlier backward, never adding to them"
+    "the contract: backward ran more than once in this case, and each backward assigns the "
+    "gradients for its own output, replacing those of an earlier backward, never adding to them"
 )
 DETACH = "no gradient flows through detach(): the detached tensor is a new leaf, without op or inputs"
 NO_GRADIENT = (

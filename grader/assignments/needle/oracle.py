@@ -268,7 +268,7 @@ class TorchTensorBackend(TensorBackend):
         self, op_name: str, inputs: list[Node], out_grad: Node, **op_args: Any
     ) -> tuple[Node, ...]:
         raws = [x.raw for x in inputs]
-        forward = OP_FUNCTIONS[self.op_class(op_name)]
+        forward = OP_FUNCTIONS[self.op_class(op_name, op_args)]
         out = self.wrap(forward(*raws, *op_args.values()), op_name, tuple(inputs), op_args)
         grads = torch.autograd.grad(
             out.raw, raws, out_grad.raw.detach(), create_graph=True, allow_unused=True

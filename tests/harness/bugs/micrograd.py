@@ -328,6 +328,13 @@ BUGS = [
         says=("from backward()",),
         slip=("in topological order (inputs first)",),
     ),
+    Bug(
+        "hidden-layers-linear",
+        "the MLP's hidden layers apply no ReLU (the contract's hidden layers do)",
+        [(NN, "nonlin=i != len(nouts) - 1", "nonlin=False")],
+        caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward"],
+        says=("the MLP contract",),
+    ),
 ]
 
 BY_NAME = {bug.name: bug for bug in BUGS}
