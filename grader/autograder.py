@@ -35,7 +35,7 @@ from pathlib import Path
 
 from grader.authoring.gradescope_zip import Settings, suites_digest
 from grader.case.define import Case, collect
-from grader.pipeline import SandboxRunner, grade_handed_in, needs_from, suites_for
+from grader.pipeline import SandboxRunner, grade_handed_in, needs_from, suites_for, used_by
 from grader.report.gradescope import gradescope, write_json
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import print_report
@@ -108,7 +108,8 @@ def run_grader(layout: Layout, report_file: Path) -> int:
     oracle = frozen_oracle(layout, settings)
     cases = graded_cases(layout, settings, oracle)
     limits = Limits(timeout=settings.timeout, budget=settings.budget, memory=settings.memory)
-    engine = SandboxRunner(limits, secrets=[layout.source, layout.results], user=settings.user or None)
+    secrets = [layout.source, layout.results]
+    engine = SandboxRunner(limits, secrets=secrets, user=settings.user or None, needs=used_by(oracle))
     report = grade_handed_in(layout.submission, cases, oracle, engine, settings.visibility)
     print_report(report)  # Gradescope shows the autograder's stdout to instructors only
     report_file.write_text(json.dumps(report.to_plain()))
