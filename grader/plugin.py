@@ -38,7 +38,7 @@ from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
 from grader.verdict.compare import compare
-from grader.verdict.oracle import default_cache_dir, oracle_from
+from grader.verdict.oracle import NeedsTorch, default_cache_dir, oracle_from
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,7 +124,27 @@ def pytest_load_initial_conftests(
         ) from exc
 
 
+def _inside_a_package(config: pytest.Config) -> str | None:
+    """Why a bare `pytest` run from inside a submission's package (`micrograd/`) cannot grade:
+    the suites and the package are beside that folder, not in it."""
+    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return None
+    root, cwd = Path(config.rootpath).resolve(), Path(config.invocation_params.dir).resolve()
+    if cwd == root or not cwd.is_relative_to(root):
+        return None
+    top = cwd.relative_to(root).parts[0]
+    if top not in present_packages(root) or locate_assignment(root, top).path != root / top:
+        return None
+    up = os.path.relpath(root, cwd)
+    return (
+        f"run pytest in {root}, the folder that holds {top}/, not inside {top}/: cd {up} && python -m pytest"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    inside = _inside_a_package(config)
+    if inside:
+        raise pytest.UsageError(inside)
     given = config.getoption("--impl")
     if given and not Path(given).exists():
         raise pytest.UsageError(f"--impl {given}: no such file or directory")
@@ -170,12 +190,26 @@ def _keep_hypothesis_out_of_the_submission() -> None:
     set_hypothesis_home_dir(default_cache_dir().parent / "hypothesis")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failing random-program search shows the shrunk program; hypothesis's offer of a
-    patch that pins a `random.Random` as an explicit example would only confuse."""
+    patch that pins a `random.Random` as an explicit example would only confuse. A search
+    that passed but could not check some of its programs (beyond those the release shipped,
+    without torch) is skipped, saying so: never failed, never taken for a pass."""
     if call.when == "teardown" and getattr(getattr(item, "function", None), "__grader_search__", False):
         item.__dict__.pop("_hypothesis_failing_examples", None)
+    report = yield
+    unchecked = item.stash.get(_UNCHECKED, 0)
+    if call.when == "call" and report.passed and unchecked:
+        _, line, _ = item.location
+        report.outcome = "skipped"
+        report.longrepr = (
+            str(item.path),
+            (line or 0) + 1,
+            f"Skipped: {unchecked} of its programs were not checked: beyond those shipped, "
+            "they need PyTorch (pip install torch)",
+        )
+    return report
 
 
 #: seconds a graded test may run locally (pytest-timeout) unless --timeout, the `timeout` ini
@@ -264,6 +298,7 @@ class _State:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.unpacked.close()
+        self.write_score()
 
     def graded(self) -> str:
         """`/path/sub (micrograd: hw/micrograd/, needle: python/needle/)`: what is graded."""
@@ -285,28 +320,44 @@ class _State:
         self.oracle.prepare([case], SUITES_DIR if case.suite == "search" else None)
         return self.oracle.expected(case)
 
-    def check(self, case: Case, graded: bool = True, properties: list | None = None) -> None:
+    def check(
+        self, case: Case, graded: bool = True, properties: list | None = None, item: pytest.Item | None = None
+    ) -> None:
         """Run `case`, fail the test with the diagnostic; a graded test's result goes with
         its test report (an ungraded search calls this for many cases, none of them scored).
-        What the submission printed goes to stdout: pytest shows it on failure, `-s` always."""
+        What the submission printed goes to stdout: pytest shows it on failure, `-s` always.
+        Without torch, a case whose expected run is not shipped is skipped, saying why; a
+        search's program is passed over, and the search is skipped if nothing failed."""
         case = self.scoped.get(case.id, case)
         engine = self.engine(case.assignment)
-        if isinstance(engine, SubmissionError):
-            actual = Run(fault=str(engine))
-        else:  # PyTorch's time sizes the case's time limit, as in the sandbox
-            expected = self.expected(case)
-            yardstick = SLOWER * self.oracle.seconds.get(case.id, 0.0)
-            needs = used_by(self.oracle)(case)
-            actual = engine.run(
-                case, yardstick, needs=needs, tape=lambda run: bool(compare(expected.results, run.results))
-            )
-        if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
-            properties.append((NOTES, engine.notes))
-        if actual.output:
-            sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
-        # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
-        failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
-        result = verdict(case, Run() if failed else self.expected(case), actual)
+        try:
+            if isinstance(engine, SubmissionError):
+                actual = Run(fault=str(engine))
+            else:  # PyTorch's time sizes the case's time limit, as in the sandbox
+                expected = self.expected(case)
+                yardstick = SLOWER * self.oracle.seconds.get(case.id, 0.0)
+                needs = used_by(self.oracle)(case)
+                actual = engine.run(
+                    case,
+                    yardstick,
+                    needs=needs,
+                    tape=lambda run: bool(compare(expected.results, run.results)),
+                )
+            if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
+                properties.append((NOTES, engine.notes))
+            if actual.output:
+                sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
+            # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
+            failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
+            result = verdict(case, Run() if failed else self.expected(case), actual)
+        except NeedsTorch as exc:
+            if graded:  # not the submission's fault: not scored, and said once in the score section
+                if properties is not None:
+                    properties.append((NOTES, [NEEDS_TORCH]))
+                pytest.skip(str(exc))
+            if item is not None:  # a search's program beyond the shipped ones: not checked
+                item.stash[_UNCHECKED] = item.stash.get(_UNCHECKED, 0) + 1
+            return
         if graded and properties is not None:
             properties.append((RESULT, {**dataclasses.asdict(result), "status": result.status.value}))
         if result.status is Status.NOT_GRADED:
@@ -345,7 +396,13 @@ class _State:
 
         def needs(cases: list[Case]) -> dict[str, set[str]]:
             self.oracle.prepare(cases)  # each suite's oracle file read at once
-            return {case.id: self.oracle.needs(case) for case in cases}
+            found = {}
+            for case in cases:
+                try:
+                    found[case.id] = self.oracle.needs(case)
+                except NeedsTorch:  # skipped when it runs, saying why
+                    found[case.id] = set(case.needs)
+            return found
 
         kept = select(by_scopes[True], self.defaults, needs) + select(by_scopes[False], self.scopes, needs)
         self.scoped = {case.id: case for case in kept}
@@ -355,11 +412,12 @@ class _State:
             gone = set(map(id, drop))
             items[:] = [item for item in items if id(item) not in gone]
 
-    @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.report.results:
+    def write_score(self) -> None:
+        """The score section: last of all, after pytest's short test summary and its counts
+        (so from `pytest_unconfigure`: pytest writes those after every terminal-summary hook)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not self.report.results or tr is None:
             return
-        tr = terminalreporter
         tr.section("score")
         tr.write_line(f"submission: {self.graded()}")
         for note in self.report.notes:
@@ -381,6 +439,13 @@ def _case_of(item: pytest.Item) -> Case | None:
 
 
 _STATE = pytest.StashKey[_State]()
+#: how many of a search's programs could not be checked (no shipped run, no torch)
+_UNCHECKED = pytest.StashKey[int]()
+#: the score section's note when a graded case was skipped for want of torch
+NEEDS_TORCH = (
+    "some tests changed since the release: their cases need PyTorch to be checked and were "
+    "skipped (pip install torch)"
+)
 
 
 @pytest.fixture
@@ -388,4 +453,4 @@ def graded_case(request: pytest.FixtureRequest):
     """Run a case on the submission and on PyTorch; fail with the diagnostic."""
     graded = hasattr(request.function, "__grader_cases__")
     check = request.config.stash[_STATE].check
-    return lambda case: check(case, graded, request.node.user_properties)
+    return lambda case: check(case, graded, request.node.user_properties, request.node)

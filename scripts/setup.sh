@@ -25,4 +25,8 @@ if [ "$(uname -s)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\
 fi
 command -v chromium >/dev/null 2>&1 || apt_install chromium "the feedback pages' browser test is skipped"
 command -v chromedriver >/dev/null 2>&1 || apt_install chromium-driver "the feedback pages' browser test is skipped"
+# PyTorch first, pinned and from its CPU index: pyproject.toml accepts any torch from 2.1 on,
+# and an unpinned one from PyPI brings gigabytes of CUDA libraries
+python -m pip install --quiet --disable-pip-version-check torch==2.13.0 \
+    --index-url https://download.pytorch.org/whl/cpu
 python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader,cluster]"

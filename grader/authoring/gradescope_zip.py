@@ -139,9 +139,14 @@ def requirements(repo: Path) -> str:
 
 
 def torch_requirement(repo: Path) -> str:
-    project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
-    found = [r.split(";", 1)[0].strip() for r in project["dependencies"] if _name(r) == "torch"]
-    return found[0] if found else "torch"
+    """torch pinned to the version installed here (without its +cpu label), which computed
+    the frozen oracle; else what pyproject.toml asks for."""
+    try:
+        return f"torch=={metadata.version('torch').split('+')[0]}"
+    except metadata.PackageNotFoundError:
+        project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
+        found = [r.split(";", 1)[0].strip() for r in project["dependencies"] if _name(r) == "torch"]
+        return found[0] if found else "torch"
 
 
 def build(

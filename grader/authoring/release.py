@@ -11,9 +11,14 @@ edits the packages at its root, and the repository itself is a submission direct
                              student code; the oracles come too, since the local yardstick is
                              PyTorch). Not the instructor's tools (grader/authoring, the
                              command line, notebooks, nbgrader, Gradescope's report)
+    grader/answers/<name>.json   PyTorch's answers: every public case's expected run (values,
+                             gradients, the tape a diagnosis reads) and those of the programs
+                             the random-program searches try, stamped with each suite file's
+                             digest (`grader.verdict.oracle`): a student's run needs no torch
     docs/students.md         the students' page: running the tests, the submission contract
     requirements.txt         every third-party module those files import, pinned to the
-                             version this kit runs (torch==2.13.0, ...)
+                             version this kit runs (numpy==..., ...), and pytest-timeout; not
+                             torch, which only a changed test needs
     pytest.ini, conftest.py  the plugin and its settings: the repository grades itself
     README.md                the student's: set-up in two commands, one task, the score line
     .github/workflows/classroom.yml   GitHub Classroom's workflow, grading with
@@ -38,7 +43,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -62,6 +69,11 @@ ENTRY_POINTS = ("__init__.py", "plugin.py", "classroom.py")
 #: shipped whole: the suites import them, and they run beside student code
 WHOLE = ("case", "assignments")
 SKIP = {"__pycache__", ".pytest_cache"}
+#: imported by the bundle's files but not required: the oracles import torch, which a
+#: student's run needs only for a test changed since the release (the answers are shipped)
+OPTIONAL = {"torch"}
+#: pytest plugins the bundle's run uses without importing them: a time limit per test
+PLUGINS = ("pytest-timeout",)
 #: what each assignment is, for the student README
 ENGINES = {
     "micrograd": "micrograd (a scalar engine with one gradient closure per op)",
@@ -193,7 +205,92 @@ def pins(modules: Iterable[str], pyproject: Path) -> list[str]:
     return sorted(set(lines), key=str.lower)
 
 
-def tasks_table(cases: list) -> str:
+def plugin_pins(names: Iterable[str]) -> list[str]:
+    """`name==version` of each distribution, as installed here."""
+    try:
+        return [f"{name}=={metadata.version(name).split('+')[0]}" for name in names]
+    except metadata.PackageNotFoundError as exc:
+        raise ReleaseError(
+            f"cannot pin {exc.name}: the bundle's run uses it but it is not installed here"
+        ) from None
+
+
+def search_names_in(path: Path) -> list[str]:
+    """The tests of a suite file that are random-program searches (`@search(...)`)."""
+    return [
+        node.name
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "search" for d in node.decorator_list
+        )
+    ]
+
+
+def search_names(suite: Path) -> list[str]:
+    """The tests of a suite folder that are random-program searches."""
+    return [name for path in sorted(suite.glob("test_*.py")) for name in search_names_in(path)]
+
+
+def search_runs(bundle: Path, repo: Path, name: str) -> dict[str, dict]:
+    """The expected runs of the programs the assignment's searches try on a correct
+    submission, found as a student's run finds them: pytest in the bundle, grading the
+    reference (a search is derandomized, but which programs hypothesis draws after the
+    first ones depends on the process that draws them). The oracle keeps them in its
+    cache folder, one file per assignment's searches; returns {"runs": ..., "seconds": ...}."""
+    from grader.verdict import cache
+    from grader.verdict.oracle import CACHE_ENV
+
+    found: dict[str, dict] = {"runs": {}, "seconds": {}}
+    names = search_names(bundle / "tests" / "public" / name)
+    if not names:
+        return found
+    with tempfile.TemporaryDirectory(prefix="grader-release-search-") as folder:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.update(PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_STORAGE_DIRECTORY=f"{folder}/hypothesis")
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--impl={repo / 'reference'}",
+        ]
+        argv += [f"tests/public/{name}", "-k", " or ".join(names)]
+        done = subprocess.run(
+            argv, cwd=bundle, env={**env, CACHE_ENV: folder}, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise ReleaseError(f"the {name} searches fail on reference/: {done.stdout.strip()[-500:]}")
+        for version in cache.versions(Path(folder)):
+            if version.assignment == name and version.suite == "search":
+                data = json.loads(version.path.read_text())
+                found["runs"].update(data["runs"])
+                found["seconds"].update(data["seconds"])
+    return found
+
+
+def write_answers(bundle: Path, repo: Path, names: list[str]) -> None:
+    """`grader/answers/<name>.json`: every public case's run (`Oracle.answers`) and those of
+    the searches' programs."""
+    from grader.case.define import collect
+    from grader.verdict.oracle import oracle_from
+
+    oracle = oracle_from()
+    (bundle / "grader" / "answers").mkdir()
+    for name in names:
+        answered = oracle.answers(collect(repo / "tests", [name], ("public",)))
+        searched = search_runs(bundle, repo, name)
+        answered["runs"].update(searched["runs"])
+        answered["seconds"].update(searched["seconds"])
+        text = json.dumps(answered, separators=(",", ":"))
+        (bundle / "grader" / "answers" / f"{name}.json").write_text(text)
+
+
+def tasks_table(cases: list, searches: dict[str, list[str]] | None = None) -> str:
+    """One row per topic; then each assignment's random-program searches, which pytest runs
+    beside the cases but which are worth nothing (`searches`: assignment -> their files)."""
     rows: dict[tuple[str, str], list] = {}
     for case in cases:
         rows.setdefault((case.assignment, case.topic), []).append(case)
@@ -202,7 +299,20 @@ def tasks_table(cases: list) -> str:
         files = ", ".join(sorted({f"`{c.module}.py`" for c in group}))
         points = sum(c.points for c in group)
         lines.append(f"| {assignment} | {topic} | {files} | {len(group)} | {points:g} |")
+    for assignment, files in (searches or {}).items():
+        if files:
+            shown = ", ".join(f"`{f}`" for f in sorted(set(files)))
+            lines.append(f"| {assignment} | random search (not graded) | {shown} | {len(files)} | 0 |")
     return "\n".join(lines)
+
+
+def searches_in(suites: Path, names: Iterable[str]) -> dict[str, list[str]]:
+    """Each assignment's random-program searches, as the file each is in (one per search)."""
+    found = {}
+    for name in names:
+        folder = suites / "public" / name
+        found[name] = [f"{path.name}" for path in sorted(folder.glob("test_*.py")) if search_names_in(path)]
+    return found
 
 
 def _commented(lines: list[tuple[str, str]]) -> str:
@@ -210,7 +320,7 @@ def _commented(lines: list[tuple[str, str]]) -> str:
     return "\n".join(f"{command.ljust(width)}   # {comment}" for command, comment in lines)
 
 
-def student_readme(names: list[str], cases: list) -> str:
+def student_readme(names: list[str], cases: list, searches: dict[str, list[str]] | None = None) -> str:
     example = EXAMPLES.get(names[0], (f"tests/public/{names[0]}/", "forward", "not implemented yet: ..."))
     first = cases[0] if cases else None
     return Template((BUNDLE / "README.md").read_text()).substitute(
@@ -230,7 +340,9 @@ def student_readme(names: list[str], cases: list) -> str:
         example_message=example[2],
         total=f"{sum(c.points for c in cases):g}",
         first_topic=f"{first.assignment} / {first.topic}" if first else "assignment / topic",
-        tasks=tasks_table(cases),
+        tasks=tasks_table(cases, searches),
+        collected=len(cases) + sum(len(files) for files in (searches or {}).values()),
+        cases=len(cases),
     )
 
 
@@ -291,16 +403,19 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     (dest / "docs").mkdir()
     shutil.copyfile(repo / "docs" / "students.md", dest / "docs" / "students.md")
     header = "# The versions the tests were made with (written by `python -m grader release`).\n"
-    (dest / "requirements.txt").write_text(header + "\n".join(pins(modules, repo / "pyproject.toml")) + "\n")
+    required = pins(modules - OPTIONAL, repo / "pyproject.toml") + plugin_pins(PLUGINS)
+    (dest / "requirements.txt").write_text(header + "\n".join(sorted(required, key=str.lower)) + "\n")
     (dest / "pytest.ini").write_text(PYTEST_INI)
     (dest / "conftest.py").write_text(CONFTEST)
     for name, scope in scopes.items():
         (dest / "grader" / "assignments" / name / SCOPE_FILE).write_text(scope_toml(scope))
-    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes)))
+    searches = searches_in(repo / "tests", names)
+    (dest / "README.md").write_text(student_readme(names, graded_cases(repo, names, scopes), searches))
     (dest / ".gitignore").write_text((BUNDLE / "gitignore").read_text())
     workflows = dest / ".github" / "workflows"
     workflows.mkdir(parents=True)
     shutil.copyfile(BUNDLE / "classroom.yml", workflows / "classroom.yml")
+    write_answers(dest, repo, names)  # last: it runs the bundle's own pytest
 
 
 def check_bundle(root: Path, repo: Path) -> list[Leak]:

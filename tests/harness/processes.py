@@ -33,6 +33,15 @@ def wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
     return predicate()
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has spent (user and system), 0 if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def process_group(pgid: int) -> list[int]:
     """PIDs of live processes (but this one) in process group `pgid`; zombies are dead."""
     found = []

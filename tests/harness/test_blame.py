@@ -39,11 +39,6 @@ TANH_RULE = """\
 
 
 @pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
-
-
-@pytest.fixture(scope="module")
 def cases() -> list[Case]:
     return collect(REPO / "tests", ["micrograd", "needle"], ["public", "hidden"])
 

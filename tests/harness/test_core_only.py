@@ -29,7 +29,6 @@ from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.report.model import Audience, Report, Status
 from grader.report.terminal import print_report, topic_lines
-from grader.verdict.oracle import Oracle
 from tests.harness.without_ops import REMOVED, REPO, reference_without
 
 CORE = {"micrograd": set(MICROGRAD_CORE), "needle": set(NEEDLE_CORE)}
@@ -46,11 +45,6 @@ BEHAVIOUR_CASES = {
     "hidden_deep_backward",
     "hidden_lazy_higher_order",
 }
-
-
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory) -> Oracle:
-    return Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from grader.assignments.micrograd.adapter import MicrogradBackend, OrderedChildr
 from grader.case.define import collect
 from grader.case.run import run_case
 from grader.pipeline import REPO, SUITES_DIR
-from grader.verdict.oracle import Oracle
 from tests.harness.bugs import materialize
 from tests.harness.bugs.micrograd import BY_NAME
 from tests.harness.grading import grade
@@ -25,11 +24,6 @@ from tests.harness.grading import grade
 @pytest.fixture(scope="module")
 def add_assigns(tmp_path_factory):
     return materialize(BY_NAME["add-assigns"], tmp_path_factory.mktemp("add-assigns"))
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
 
 
 def _results(modules, case, padding: int):

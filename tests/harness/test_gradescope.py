@@ -64,8 +64,7 @@ def make_zip(folder: Path, suites: Path, oracle: Oracle, **settings) -> Path:
 
 
 @pytest.fixture(scope="module")
-def small_zip(tmp_path_factory) -> Path:
-    oracle = Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
+def small_zip(tmp_path_factory, oracle) -> Path:
     settings = dict(assignments=["micrograd"], timeout=1.0, budget=60.0, run_seconds=120.0, memory=512)
     return make_zip(tmp_path_factory.mktemp("small-zip"), SMALL, oracle, **settings)
 
@@ -277,9 +276,8 @@ def test_an_unknown_user_is_a_clear_error(tmp_path):
     assert done.stderr.strip() == "grader: no such user: 'no-such-user-here'"
 
 
-def test_running_out_of_time_still_writes_results(tmp_path, site, scratch, tmp_path_factory):
+def test_running_out_of_time_still_writes_results(tmp_path, site, scratch, oracle):
     """The whole run's limit cuts a grader that would go on: every case at zero, with why."""
-    oracle = Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")
     settings = dict(assignments=["micrograd"], timeout=60.0, budget=120.0, run_seconds=4.0)
     autograder = make_zip(tmp_path, SMALL, oracle, **settings)
     sub = tmp_path / "sub"

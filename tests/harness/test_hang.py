@@ -27,7 +27,6 @@ from grader.case import hang
 from grader.case import limits as time_limits
 from grader.pipeline import REPO
 from grader.sandbox import Limits
-from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
 
 SORT = "        topo, visited = [], set()\n"
@@ -41,11 +40,6 @@ def engine_with(tmp: Path, before_sort: str) -> Path:
     assert text.count(SORT) == 1
     path.write_text(text.replace(SORT, before_sort + SORT))
     return tmp
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
 
 
 def passed(report) -> set[str]:

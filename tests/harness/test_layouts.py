@@ -40,11 +40,6 @@ def few(case: Case) -> bool:
     return case.module in MODULES[case.assignment]
 
 
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory) -> Oracle:
-    return Oracle(tmp_path_factory.mktemp("layouts-oracle"))
-
-
 def copy(name: str, dest: Path, init: bool = True) -> Path:
     shutil.copytree(REFERENCE / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
     if not init:
@@ -454,16 +449,15 @@ def takes(front_end: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def front_ends(tmp_path_factory) -> Callable[[str], dict[str, Outcome]]:
+def front_ends(tmp_path_factory, oracle_cache) -> Callable[[str], dict[str, Outcome]]:
     """Each front end's outcome on every layout it takes, graded once (a class at a time)."""
-    cache = tmp_path_factory.getbasetemp() / "sandbox-oracle-cache"  # shared with test_sandbox.py
-    Oracle(cache).prepare(collect(SMALL, ["micrograd"], ("public",)), SMALL)
+    Oracle(oracle_cache).prepare(collect(SMALL, ["micrograd"], ("public",)), SMALL)
     graded: dict[str, dict[str, Outcome]] = {}
 
     def outcomes(front_end: str) -> dict[str, Outcome]:
         if front_end not in graded:
             where = tmp_path_factory.mktemp(front_end)
-            graded[front_end] = FRONT_ENDS[front_end](cache, where, takes(front_end))
+            graded[front_end] = FRONT_ENDS[front_end](oracle_cache, where, takes(front_end))
         return graded[front_end]
 
     return outcomes

@@ -6,7 +6,7 @@
 - the untouched student template passes every forward case and fails every other one with
   "not implemented yet: <the function to write>".
 
-One oracle serves the whole module, so PyTorch runs each case once.
+One oracle serves the whole run (tests/harness/conftest.py), so PyTorch runs each case once.
 """
 
 from __future__ import annotations
@@ -18,17 +18,11 @@ import pytest
 from grader.case.define import Case, collect
 from grader.pipeline import REPO, run_in_process, score
 from grader.report.model import CaseResult
-from grader.verdict.oracle import Oracle
 from tests.harness.bugs import Bug, EditError, materialize
 from tests.harness.bugs.micrograd import BUGS
 from tests.harness.grading import grade
 
 SUITES = REPO / "tests"
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,6 @@ GRADIENT_TOPICS = {"op-gradients", "ops", "broadcast", "summation", "reshape-tra
 GRADIENT_TOPICS |= {"composite", "topo", "higher-order", "random", "finite-differences"}
 
 
-@pytest.fixture(scope="module")
-def oracle():
-    return Oracle()
-
-
 def graded(directory: Path, oracle: Oracle):
     return grade(directory, suite="all", only=["needle"], oracle=oracle, sandbox=False)
 

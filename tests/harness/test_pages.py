@@ -63,9 +63,8 @@ def hostile(tmp_path_factory) -> Report:
 
 
 @pytest.fixture(scope="module")
-def klass(tmp_path_factory) -> dict[str, Report]:
+def klass(tmp_path_factory, oracle) -> dict[str, Report]:
     """A small class on micrograd's public op cases: the reference and five rule bugs."""
-    oracle = Oracle()
     keep = lambda case: case.topic == "ops"  # noqa: E731
     reports = {
         "reference": grade(

@@ -12,7 +12,6 @@ import pytest
 
 from grader.case.define import collect
 from grader.pipeline import SUITES_DIR, run_in_process, score
-from grader.verdict.oracle import Oracle
 from tests.harness.bugs import materialize
 from tests.harness.bugs.micrograd import BY_NAME as MICROGRAD
 from tests.harness.bugs.needle import BUGS as NEEDLE_BUGS
@@ -41,11 +40,6 @@ CAUGHT = {
         for name in ("broadcast-axes-from-the-left", "divide-sign", "log-divides-by-output")
     },
 }
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
 
 
 @pytest.mark.parametrize("assignment, name", list(CAUGHT), ids=[f"{a}:{n}" for a, n in CAUGHT])

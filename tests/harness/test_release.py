@@ -46,11 +46,11 @@ def public_cases(suites: Path = REPO / "tests") -> list:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "autodiff"
-    made = release(out)
-    assert made.leaks == [] and out.is_dir()
-    assert out.stat().st_mode & 0o777 == 0o755  # readable by whoever it is handed to
+def bundle(released_bundle, tmp_path_factory) -> Path:
+    """The session's bundle, copied: this module's students install into it."""
+    assert released_bundle.stat().st_mode & 0o777 == 0o755  # readable by whoever it is handed to
+    out = tmp_path_factory.mktemp("student") / "autodiff"
+    shutil.copytree(released_bundle, out)
     return out
 
 
@@ -138,11 +138,30 @@ def test_requirements_are_pinned_to_what_the_kit_declares(bundle):
         line for line in (bundle / "requirements.txt").read_text().splitlines() if not line.startswith("#")
     ]
     assert all("==" in line for line in lines), lines
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    torch = next(d for d in declared if d.startswith("torch"))
-    assert torch in lines  # torch==2.13.0, exactly as the kit pins it
     names = {re.split(r"[=;]", line)[0].strip().lower() for line in lines}
-    assert {"numpy", "pytest", "rich", "hypothesis"} <= names
+    assert {"numpy", "pytest", "rich", "hypothesis", "pytest-timeout"} <= names
+    assert "torch" not in names  # the answers are shipped
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    kit = {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in declared}
+    assert names <= kit
+
+
+def test_the_answers_are_every_public_cases_run_stamped_with_its_suite(bundle):
+    from grader.verdict.oracle import FORMAT, file_digest
+
+    for name in NAMES:
+        answers = json.loads((bundle / "grader" / "answers" / f"{name}.json").read_text())
+        assert answers["format"] == FORMAT
+        cases = collect(REPO / "tests", [name], ("public",))
+        assert {c.id for c in cases} <= set(answers["runs"])
+        searched = [i for i in answers["runs"] if i.startswith(f"{name}/hypothesis::")]
+        assert searched  # the programs the search tries
+        suite = bundle / "tests" / "public" / name
+        assert answers["files"] == {
+            f"public/{name}/{p.name}": file_digest(p) for p in suite.glob("test_*.py")
+        }
+        run = answers["runs"][cases[-1].id]
+        assert run["results"] and json.loads(run["detail"])["tape"] is not None  # what a diagnosis reads
 
 
 def test_a_narrower_release_ships_one_assignment(tmp_path):
@@ -292,25 +311,33 @@ def student(bundle, tmp_path_factory) -> StudentEnv:
 
 def test_the_fresh_environment_cannot_reach_the_kit(student, bundle):
     probe = (
-        "import json, sys, grader, torch; print(json.dumps([grader.__file__, sys.path, torch.__version__]))"
+        "import importlib.util, json, sys, grader;"
+        "print(json.dumps([grader.__file__, sys.path, importlib.util.find_spec('torch') is None]))"
     )
     done = subprocess.run(
         ["python", "-c", probe], cwd=bundle, env=student.env, capture_output=True, text=True, check=True
     )
-    where, path, torch_version = json.loads(done.stdout)
+    where, path, no_torch = json.loads(done.stdout)
     assert Path(where).resolve() == bundle / "grader" / "__init__.py"
     base = Path(sys.base_prefix).resolve()
     for entry in filter(None, path):
         resolved = Path(entry).resolve()
         assert resolved.is_relative_to(bundle) or resolved.is_relative_to(base), entry
     assert not any(Path(entry).resolve().is_relative_to(REPO) for entry in filter(None, path))
-    assert torch_version.split("+")[0] == "2.13.0"
+    assert no_torch  # the requirements hold none: a student's run reads the shipped answers
+
+
+def counts_line(output: str) -> str:
+    """pytest's last line of counts (`=== 3 failed, 5 passed in 1.2s ===`)."""
+    found = [line for line in output.splitlines() if re.match(r"^=+ .*\d+ \w+.* in [\d.]+s", line)]
+    assert found, output[-2000:]
+    return found[-1]
 
 
 def failure_messages(output: str) -> list[tuple[str, str]]:
     """pytest's FAILURES section: each failed test's name and first line."""
     found, name = [], None
-    for line in output.split("= FAILURES =", 1)[-1].split("= score =", 1)[0].splitlines():
+    for line in output.split("= FAILURES =", 1)[-1].split(" short test summary info ", 1)[0].splitlines():
         header = re.match(r"^_{3,} (\S+) _{3,}$", line)
         if header:
             name = header.group(1)
@@ -337,14 +364,108 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
     assert (float(score.group(1)), float(score.group(2))) == (expected.score, expected.max_score)
     # per task: every failure is a missing function, named, with its hint
     messages = failure_messages(output)
-    failed = re.search(r"(\d+) failed", output.splitlines()[-1])
-    assert failed and len(messages) == int(failed.group(1)), output.splitlines()[-1]
+    counts = counts_line(done.stdout)
+    failed = re.search(r"(\d+) failed", counts)
+    assert failed and len(messages) == int(failed.group(1)), done.stdout[-2000:]
     assert len(messages) >= sum(not r.passed for r in expected.results)  # and ungraded searches
     assert all(m.startswith("not implemented yet: ") for _, m in messages), messages
     for name in ("Value.__mul__._backward", "Value.backward", "EWiseMul.gradient", "find_topo_sort"):
         assert any(name in m for _, m in messages), name
     for assignment in NAMES:
         assert re.search(rf"^  {assignment} / forward +\d+/\d+ +tests", output, re.M)
+    # the run ends with its score: after pytest's short test summary and its counts
+    lines = done.stdout.rstrip().splitlines()
+    assert lines[-1].startswith("Score: ")
+    summary, section = done.stdout.index(" short test summary info "), done.stdout.index(" score ")
+    assert summary < done.stdout.index(counts) < section
+
+
+def test_the_readmes_counts_are_what_pytest_collects(student, bundle):
+    readme = (bundle / "README.md").read_text()
+    tasks = readme.split("## Tasks", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        line.split("|")
+        for line in tasks.splitlines()
+        if re.match(r"^\| \w+ \| .* \| \d+ \| [\d.]+ \|$", line)
+    ]
+    assert len(rows) > len(NAMES)
+    listed = sum(int(row[4]) for row in rows)
+    collected = student_pytest(student, bundle, "--collect-only", "-q")
+    assert collected.returncode == 0, collected.stdout[-2000:]
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert listed == len(ids) and f"`python -m pytest` runs {len(ids)} tests" in tasks
+
+
+def test_pytest_inside_a_package_says_where_to_run_it(student, bundle):
+    done = subprocess.run(
+        ["python", "-m", "pytest"], cwd=bundle / "micrograd", env=student.env, capture_output=True, text=True
+    )
+    assert done.returncode == 4  # pytest's usage error
+    (line,) = (done.stdout + done.stderr).strip().splitlines()
+    assert f"run pytest in {bundle}" in line and "cd .. && python -m pytest" in line
+
+
+def student_pytest(student: StudentEnv, repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["python", "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=repo,
+        env=student.env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def with_reference(bundle: Path, tmp_path: Path, name: str) -> Path:
+    """A copy of the bundle whose packages are the reference solutions."""
+    repo = submission(bundle, tmp_path, name)
+    for package in NAMES:
+        shutil.rmtree(repo / package)
+        shutil.copytree(
+            REPO / "reference" / package, repo / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return repo
+
+
+def test_a_students_run_needs_no_torch(student, bundle, tmp_path):
+    repo = with_reference(bundle, tmp_path, "reference-pytest")
+    done = student_pytest(student, repo, "-rs")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    total = sum(c.points for c in public_cases())
+    assert re.search(rf"^Score: {total:g}/{total:g} points\b", done.stdout, re.M)
+    counts = counts_line(done.stdout)
+    assert "skipped" not in counts and "failed" not in counts, counts  # every search's program was answered
+
+
+def test_a_changed_test_without_torch_is_skipped_saying_why(student, bundle, tmp_path):
+    from grader.plugin import NEEDS_TORCH
+
+    repo = with_reference(bundle, tmp_path, "changed")
+    suite = repo / "tests" / "public" / "micrograd" / "test_ops.py"
+    suite.write_text(suite.read_text() + "\n# the student's own note\n")
+    answers = repo / "grader" / "answers" / "micrograd.json"
+    shipped = json.loads(answers.read_text())
+    searched = sorted(i for i in shipped["runs"] if i.startswith("micrograd/hypothesis::"))
+    for case_id in searched[::2]:  # programs beyond those shipped
+        del shipped["runs"][case_id]
+    answers.write_text(json.dumps(shipped))
+    done = student_pytest(
+        student, repo, "-rs", "tests/public/micrograd/test_ops.py", "tests/public/micrograd/test_random.py"
+    )
+    output = done.stdout
+    assert done.returncode == 0, output[-3000:]  # nothing failed
+    changed = [c for c in public_cases() if c.module == "test_ops" and c.assignment == "micrograd"]
+    skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
+    needs = [line for line in skips if "needs PyTorch: its test changed since the release" in line]
+    assert len(needs) == len(changed), skips[:3]
+    assert f"note: {NEEDS_TORCH}" in output
+    search = [line for line in skips if "test_random.py" in line]
+    assert len(search) == 1 and f"{(len(searched) + 1) // 2} of its programs were not checked" in search[0]
+    random = sum(
+        c.points for c in public_cases() if c.module == "test_random" and c.assignment == "micrograd"
+    )
+    assert re.search(
+        rf"^Score: {random:g}/{random:g} points\b", output, re.M
+    )  # the changed cases: not scored
 
 
 # ---- GitHub Classroom ----

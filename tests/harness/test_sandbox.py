@@ -40,10 +40,10 @@ FAST = Limits(timeout=2.0, budget=60.0, memory=1024)
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    """One disk cache for the session's sandbox tests: PyTorch runs each case once."""
-    cache = tmp_path_factory.getbasetemp() / "sandbox-oracle-cache"
-    oracle = Oracle(cache)
+def oracle(oracle_cache):
+    """The run's oracle cache, holding the small suites' runs too: the commands these tests
+    run read it (an oracle of its own, so that it writes what this process already knew)."""
+    oracle = Oracle(oracle_cache)
     oracle.prepare(collect(SMALL, ["micrograd"], ["public", "hidden"]), SMALL)
     return oracle
 

@@ -18,7 +18,6 @@ import pytest
 from grader.pipeline import UNFILTERED
 from grader.report.gradescope import gradescope, write_json
 from grader.sandbox import Limits, confine, engine
-from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,11 +95,6 @@ def base(dest: Path) -> Path:
 
 def short(case_id: str) -> str:
     return case_id.split("::")[1]
-
-
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    return Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
 
 
 @pytest.fixture(scope="module")

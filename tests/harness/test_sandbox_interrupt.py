@@ -11,14 +11,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from grader.case.define import collect
 from grader.verdict.oracle import Oracle
-from tests.harness.processes import processes_mentioning, wait_for
+from tests.harness.processes import cpu_seconds, processes_mentioning, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
@@ -27,11 +26,21 @@ SMALL = REPO / "tests" / "harness" / "hostile" / "suites"
 LOOP = ("import math\n", "import math\n\nwhile True:\n    pass\n")
 STARTUP = 60.0  # seconds the grader may take to start its first worker (the oracle is cached)
 MARGIN = 10.0  # seconds for killing the worker and removing its directory
+#: CPU seconds a worker has spent once it is surely in the submission's loop: several times
+#: what starting it costs
+IN_THE_LOOP = 1.0
+
+
+def spinning(private: Path) -> bool:
+    """Whether a worker of the grader whose TMPDIR is `private` spins in the loop."""
+    return any(cpu_seconds(pid) >= IN_THE_LOOP for pid in processes_mentioning(str(private)))
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    oracle = Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
+def oracle(oracle_cache):
+    """The run's oracle cache, holding the small suite's runs too: the commands these tests
+    run read it (an oracle of its own, so that it writes what this process already knew)."""
+    oracle = Oracle(oracle_cache)
     oracle.prepare(collect(SMALL, ["micrograd"], ["public"]), SMALL)
     return oracle
 
@@ -63,7 +72,7 @@ def test_a_signal_stops_grading_cleanly(tmp_path, oracle, sig, status, word):
             STARTUP,
         )
         assert started, "no worker started"
-        time.sleep(0.5)  # into the loop
+        assert wait_for(lambda: spinning(private), STARTUP), "no worker reached the loop"
         grader.send_signal(sig)
         _, stderr = grader.communicate(timeout=MARGIN)
     finally:
@@ -100,7 +109,7 @@ def test_after_a_sigkill_no_worker_spins_and_the_next_run_sweeps_the_directory(t
             STARTUP,
         )
         assert started, "no worker started"
-        time.sleep(0.5)
+        assert wait_for(lambda: spinning(private), STARTUP), "no worker reached the loop"
     finally:
         grader.kill()
         grader.wait()

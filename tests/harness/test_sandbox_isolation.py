@@ -16,7 +16,6 @@ import pytest
 
 from grader.pipeline import ISOLATION
 from grader.sandbox import Limits, engine
-from grader.verdict.oracle import Oracle
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,11 +58,6 @@ raise RuntimeError("PROBE" + json.dumps(found) + "END")
 pytestmark = pytest.mark.skipif(
     engine.strongest_isolation() != "bubblewrap", reason="bubblewrap cannot start here"
 )
-
-
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory):
-    return Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
 
 
 def test_a_worker_sees_only_what_it_is_given(tmp_path, oracle):

@@ -29,11 +29,6 @@ LEFT_OUT = {"micrograd": {"tanh"}, "needle": {"Tanh", "EWisePow", "int-axes"}}
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory) -> Oracle:
-    return Oracle(tmp_path_factory.getbasetemp() / "sandbox-oracle-cache")  # shared with test_sandbox.py
-
-
-@pytest.fixture(scope="module")
 def cases():
     return collect(SUITES_DIR, NAMES, ("public", "hidden"))
 

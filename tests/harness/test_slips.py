@@ -79,11 +79,6 @@ def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None
     return count
 
 
-@pytest.fixture(scope="module")
-def oracle() -> Oracle:
-    return Oracle()
-
-
 @pytest.mark.parametrize("assignment", sorted(BANKS))
 def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_path):
     """Each bug that makes a catalogued slip, applied to the reference, fails with a message

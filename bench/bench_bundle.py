@@ -1,0 +1,144 @@
+"""What a student pays for the bundle: its set-up, and a run of its public micrograd suite.
+
+    python bench/bench_bundle.py [--repeat 3] [--no-torch-baseline]
+
+Releases the student bundle (`python -m grader release`) into a temporary folder, then:
+
+1. Set-up, as the bundle's README says: a fresh virtual environment and
+   `python -m pip install -r requirements.txt` (pip's cache off), timed; and the size of
+   everything it downloads (`pip download -r requirements.txt`, wheels only). The same for
+   the requirements a bundle had when it needed PyTorch (these plus `torch==<the version
+   installed here>`, from the CPU index as the README advised), unless --no-torch-baseline.
+2. A student's run: `python -m pytest -q tests/public/micrograd` in the bundle, in its
+   environment (no torch), with the reference's micrograd in place of the template (every
+   case compared with the shipped answers) and with the untouched template, each against
+   `python -c "import numpy, pytest"` in the same environment. Medians of --repeat runs.
+   The target: the reference's run in at most 2x the import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+from timing import REPO
+
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def clean_env(venv: Path | None = None) -> dict[str, str]:
+    """This machine's environment without what leads to the kit's checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    if venv is not None:
+        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode not in ok:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def setup(bundle: Path, requirements: Path, work: Path, extra: list[str]) -> tuple[float, int, Path]:
+    """Seconds to install `requirements` into a fresh venv, bytes downloaded, the venv."""
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    seconds = run(
+        [*pip, "install", "-q", "--no-cache-dir", "-r", str(requirements), *extra], bundle, clean_env(venv)
+    )
+    wheels = work / "wheels"
+    run(
+        [
+            *pip,
+            "download",
+            "-q",
+            "--no-cache-dir",
+            "--only-binary=:all:",
+            "-d",
+            str(wheels),
+            "-r",
+            str(requirements),
+            *extra,
+        ],
+        bundle,
+        clean_env(venv),
+    )
+    size = sum(p.stat().st_size for p in wheels.iterdir())
+    return seconds, size, venv
+
+
+def median(argv: list[str], cwd: Path, env: dict[str, str], repeat: int, ok: tuple[int, ...] = (0,)) -> float:
+    return statistics.median(run(argv, cwd, env, ok) for _ in range(repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-torch-baseline", action="store_true", help="skip the set-up with torch")
+    parser.add_argument(
+        "--torch-index",
+        default=TORCH_INDEX,
+        help="where the baseline's torch comes from ('' for pip's own configuration)",
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
+        tmp = Path(tmp)
+        bundle = tmp / "autodiff"
+        subprocess.run(
+            [sys.executable, "-m", "grader", "release", str(bundle)],
+            cwd=REPO,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        requirements = bundle / "requirements.txt"
+
+        figures = []
+        if not args.no_torch_baseline:
+            with_torch = tmp / "with-torch.txt"
+            torch = metadata.version("torch").split("+")[0]
+            with_torch.write_text(requirements.read_text() + f"torch=={torch}\n")
+            (tmp / "before").mkdir()
+            index = ["--extra-index-url", args.torch_index] if args.torch_index else []
+            seconds, size, _ = setup(bundle, with_torch, tmp / "before", index)
+            figures.append((f"with torch=={torch} (CPU)", seconds, size))
+        (tmp / "now").mkdir()
+        seconds, size, venv = setup(bundle, requirements, tmp / "now", [])
+        figures.append(("the bundle's requirements", seconds, size))
+        print("set-up: a fresh venv, pip install -r requirements.txt")
+        for name, seconds, size in figures:
+            print(f"  {name:32} {seconds:6.1f} s   {size / 1e6:7.1f} MB downloaded")
+
+        env = {**clean_env(venv), "GRADER_CACHE": str(tmp / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+        python = str(venv / "bin" / "python")
+        floor = median([python, "-c", "import numpy, pytest"], bundle, env, args.repeat)
+        suite = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/public/micrograd"]
+        template = median(suite, bundle, env, args.repeat, ok=(1,))
+        shutil.rmtree(bundle / "micrograd")
+        shutil.copytree(REPO / "reference" / "micrograd", bundle / "micrograd")
+        reference = median(suite, bundle, env, args.repeat)
+        print(f"a student's run (no torch), median of {args.repeat}:")
+        print(f"  python -c 'import numpy, pytest'          {floor:6.2f} s")
+        print(
+            f"  pytest tests/public/micrograd, reference {reference:6.2f} s   {reference / floor:5.2f}x"
+            " (target <= 2x)"
+        )
+        print(f"  pytest tests/public/micrograd, template  {template:6.2f} s   {template / floor:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

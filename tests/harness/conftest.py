@@ -1,0 +1,142 @@
+"""What the grader's own tests share, built once per run and only read afterwards.
+
+PyTorch's run of the suites, the kit's wheel and the released bundle take seconds to make
+and are the same for every test that reads them. Under pytest-xdist (`pytest -n auto`) each
+worker is a process with its own session fixtures, so what must be made once is made by the
+first process that asks, under a file lock in the folder the run's workers share, and the
+others wait for it and read it. A test that changes one of these makes its own copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from grader.authoring.release import release
+from grader.authoring.wheel import build_wheel
+from grader.case.define import collect
+from grader.pipeline import REPO, SUITES_DIR
+from grader.verdict.oracle import Oracle
+
+#: the graded suites every harness test may grade with
+ASSIGNMENTS = ("micrograd", "needle")
+SUITES = ("public", "hidden")
+
+
+def _run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every process of this run sees: the workers' common parent under xdist
+    (each worker's own temporary folder is one level down), else the session's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """The shared folder's `name`, held under the run's lock for `name`."""
+    root = _run_folder(tmp_path_factory)
+    with FileLock(str(root / f"{name}.lock")):
+        yield root / name
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, which `build` fills: by the first process of the run that asks.
+    A build that failed left no mark, so the next process that asks tries again (and fails
+    with its own error, not with a half-made folder)."""
+    with _locked(tmp_path_factory, name) as folder:
+        done = folder.with_name(f"{name}.done")
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def oracle_cache(tmp_path_factory) -> Path:
+    """One oracle disk cache for the run, holding PyTorch's run of every case of the suites
+    (the 10^5-op chain's too): PyTorch runs each case once per run, not once per module."""
+
+    def run_pytorch(folder: Path) -> None:
+        Oracle(folder).prepare(collect(SUITES_DIR, ASSIGNMENTS, SUITES), SUITES_DIR)
+
+    return built_once(tmp_path_factory, "oracle-cache", run_pytorch)
+
+
+@pytest.fixture(scope="session")
+def oracle(oracle_cache) -> Oracle:
+    """The run's oracle: every case of the suites read from the shared cache (no PyTorch);
+    cases of other suites (the hostile tests' small ones) are added to the cache as asked."""
+    oracle = Oracle(oracle_cache)
+    oracle.prepare(collect(SUITES_DIR, ASSIGNMENTS, SUITES), SUITES_DIR)
+    return oracle
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The package as `pip install` would install it, unpacked (as `grader check` builds it):
+    the kit's wheel, built once per run."""
+    built = built_once(tmp_path_factory, "wheel", lambda folder: build_wheel(REPO, folder))
+    return built / "unpacked"
+
+
+@pytest.fixture(scope="session")
+def wheel_file(wheel) -> Path:
+    """The same wheel, as the file pip installs."""
+    (found,) = (wheel.parent / "wheels").glob("grader-*.whl")
+    return found
+
+
+@pytest.fixture(scope="session")
+def released_bundle(tmp_path_factory) -> Path:
+    """The student bundle (`python -m grader release`), released once per run. Tests that
+    change it, or install into it, work on a copy."""
+
+    def make(folder: Path) -> None:
+        made = release(folder / "autodiff")
+        assert made.leaks == [], made.leaks[:3]
+
+    return built_once(tmp_path_factory, "bundle", make) / "autodiff"
+
+
+@pytest.fixture(scope="session")
+def reference() -> Path:
+    """The kit's reference solutions, read in place: a test that edits one copies it."""
+    return REPO / "reference"
+
+
+#: module fixtures that take seconds to build (a class graded, a bundle released into a fresh
+#: environment, an nbgrader course autograded, a browser started): under xdist, the tests of a
+#: module that use one of them run on one worker, so that it is built once and not once per worker
+COSTLY = {
+    "bundle",  # test_release
+    "student",
+    "browser",  # test_pages
+    "buggy",
+    "hostile",
+    "course",  # test_nbgrader_course
+    "everything",  # test_scope
+    "narrower",
+    "front_ends",  # test_layouts
+    "honest",  # test_sandbox_hostile
+    "installed",  # test_options
+    "klass",  # test_classgrade, test_pages
+    "report",  # test_core_only
+    "site",  # test_gradescope
+    "small_zip",
+    "warm",  # test_oracle_cache
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group each module's tests that share a costly fixture (`--dist loadgroup`)."""
+    for item in items:
+        if COSTLY.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -1,0 +1,86 @@
+"""The student bundle on every Python it promises (3.11 to 3.13): the README's two commands,
+`pip install -r requirements.txt` then `pytest`, in a fresh virtual environment of each, on
+the untouched template and on the reference. The installs come from PyPI; nothing of this
+checkout is reachable. Each Python is one slow test, so that `-n` runs them side by side."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.case.define import collect
+
+REPO = Path(__file__).resolve().parents[2]
+NAMES = ("micrograd", "needle")
+
+
+def interpreter(version: str) -> str | None:
+    """The python of `version` on this machine: this one, or pyenv's (its shims need a
+    project setting, so the interpreter is taken from its prefix)."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    try:
+        done = subprocess.run(["pyenv", "prefix", *versions(version)], capture_output=True, text=True)
+    except FileNotFoundError:
+        return None
+    for prefix in done.stdout.split(os.pathsep):
+        candidate = Path(prefix.strip()) / "bin" / f"python{version}"
+        if prefix.strip() and candidate.is_file():
+            return str(candidate)
+    return shutil.which(f"python{version}")
+
+
+def versions(version: str) -> list[str]:
+    """pyenv's installed versions that are `version` (3.12 -> 3.12.1)."""
+    done = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True)
+    return [v for v in done.stdout.split() if re.fullmatch(rf"{re.escape(version)}\.\d+", v)][-1:]
+
+
+def readme_commands(readme: Path) -> list[str]:
+    section = readme.read_text().split("## Set up and run", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "no sh block under 'Set up and run'"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_the_bundles_two_commands_work_on(version, released_bundle, tmp_path):
+    python = interpreter(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine")
+    bundle = tmp_path / "autodiff"
+    shutil.copytree(released_bundle, bundle)
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GITHUB_"))}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", GRADER_CACHE=str(tmp_path / "cache"))
+    install, run = readme_commands(bundle / "README.md")
+    done = subprocess.run(install, shell=True, cwd=bundle, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    probe = "import sys; print(sys.version_info[:2])"
+    seen = subprocess.run(["python", "-c", probe], cwd=bundle, env=env, capture_output=True, text=True)
+    assert seen.stdout.strip() == str(tuple(map(int, version.split("."))))
+
+    cases = collect(REPO / "tests", NAMES, ("public",))
+    total = sum(c.points for c in cases)
+    template = subprocess.run(run, shell=True, cwd=bundle, env=env, capture_output=True, text=True)
+    assert template.returncode == 1, template.stdout[-3000:] + template.stderr[-3000:]
+    assert "Traceback" not in template.stdout + template.stderr
+    score = re.search(r"^Score: (\S+)/(\S+) points", template.stdout.rstrip().splitlines()[-1])
+    assert score and float(score.group(2)) == total and float(score.group(1)) > 0  # the forward cases
+
+    for name in NAMES:
+        shutil.rmtree(bundle / name)
+        shutil.copytree(
+            REPO / "reference" / name, bundle / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    reference = subprocess.run(run, shell=True, cwd=bundle, env=env, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stdout[-3000:] + reference.stderr[-3000:]
+    assert reference.stdout.rstrip().splitlines()[-1].startswith(f"Score: {total:g}/{total:g} points")
