@@ -4,7 +4,7 @@ the reference with relu's rule (`_backward`) looping, against the same suite on 
     python bench/bench_hang.py [--repeat 1]
 
 Each run is `python -m pytest -q tests/public/micrograd --impl=DIR` in a fresh interpreter
-from the project's root (the oracle's disk cache warmed by one untimed run first), once with
+from the project's root (the oracle's disk cache warmed by one untimed run of each), once with
 pytest-timeout (the plugin gives each graded test its default timeout) and once without it
 (`-p no:timeout`, as with the bundle's requirements before it was added). It prints the wall
 time and the CPU time (this run's children: the pytest process) of each, and for each way
@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-hang-") as tmp:
         looping = looping_copy(Path(tmp))
-        run(REPO / "reference", True)  # warms the oracle's disk cache
+        # warms the oracle's disk cache, the looping run's too: the random-program search
+        # tries other programs on a submission that fails, and PyTorch's answers to them
+        run(REPO / "reference", True)
+        run(looping, True)
         for plugin, label in ((True, "with pytest-timeout"), (False, "without pytest-timeout")):
             figures = {}
             for name, impl in (("correct", REPO / "reference"), ("relu looping", looping)):

@@ -40,12 +40,11 @@ from typing import Any
 from grader.case.define import Case, collect
 from grader.case.hang import WallTimeout, wall_limit
 from grader.case.inprocess import InProcessEngine
-from grader.case.limits import SHORT_TIMEOUT, SLOWER, TimePolicy
+from grader.case.limits import SHORT_TIMEOUT, SLOWER, Limits, TimePolicy
 from grader.case.run import Run
 from grader.pipeline import SUITES_DIR, used_by, verdict
 from grader.report.cell import printed
 from grader.report.model import CaseResult
-from grader.sandbox import Limits
 from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, oracle_from
 

@@ -23,12 +23,11 @@ from typing import Protocol
 from grader import assignments, intake
 from grader.case.define import Case, collect
 from grader.case.inprocess import Submission
-from grader.case.limits import SLOWER
+from grader.case.limits import SLOWER, Limits
 from grader.case.loading import SubmissionError, locate_assignment
 from grader.case.quantity import Quantity
 from grader.case.run import Run
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
-from grader.sandbox import Limits, SandboxEngine
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
@@ -128,6 +127,8 @@ class SandboxRunner:
     needs: Callable[[Case], Iterable[str]] | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
+        from grader.sandbox import SandboxEngine  # Linux's: a student's own run never needs it
+
         timeouts = {c.id: max(self.limits.timeout, yardstick.get(c.id, 0.0)) for c in cases}
         suites = {case.suites_dir for case in cases}
         if len(suites) > 1:

@@ -13,6 +13,7 @@ misleads only the message of a case that scores zero anyway. Names are bounded i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import faulthandler
 import re
 import signal
@@ -78,26 +79,48 @@ class WallTimeout(BaseException):
     grading, where no grader stands outside to kill a worker). A BaseException, as above."""
 
 
-def _wall_expire(signum: int, frame: object) -> None:
-    raise WallTimeout
+#: what a limit answers when its time comes: the exception to raise in the code that runs,
+#: or the seconds to wait before it is asked again
+Due = Callable[[], "type[BaseException] | float"]
+
+
+def _signals_here() -> bool:
+    """Can a limit use SIGALRM here? Not where the platform has none (Windows), nor outside
+    the main thread (signals reach only that)."""
+    has = hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer")
+    return has and threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float, handler: Callable[[int, object], None]) -> Iterator[None]:
-    """`handler` runs once `seconds` of wall time have passed (SIGALRM, in the main thread).
+def _alarm(seconds: float, due: Due) -> Iterator[None]:
+    """`due()` is asked once `seconds` of wall time have passed, and its exception raised in
+    the code that runs; it may ask to be asked again later instead. SIGALRM where there is
+    one, else a watchdog thread (`_thread_alarm`): the same limits wherever students run.
 
-    Should the exception it raises be lost (raised while a `__del__` or a weakref callback
-    runs, which Python only prints), the alarm rings again AGAIN seconds later, and so on
-    until the block is over: a one-shot alarm would leave the code it should stop running
-    for ever. Afterwards all is as before, an alarm set outside included (pytest-timeout's,
-    or an outer limit's): it is set again for what was left of it, or to ring at once if it
-    fell due meanwhile."""
+    Should the exception be lost (raised while a `__del__` or a weakref callback runs, which
+    Python only prints), it is raised again AGAIN seconds later, and so on until the block is
+    over: a one-shot alarm would leave the code it should stop running for ever."""
+    alarm = _signal_alarm if _signals_here() else _thread_alarm
+    with alarm(seconds, due):
+        yield
+
+
+@contextlib.contextmanager
+def _signal_alarm(seconds: float, due: Due) -> Iterator[None]:
+    """`_alarm` with SIGALRM. Afterwards all is as before, an alarm set outside included
+    (pytest-timeout's, or an outer limit's): it is set again for what was left of it, or to
+    ring at once if it fell due meanwhile."""
     on = True
 
     def ring(signum: int, frame: object) -> None:
-        if on:
-            signal.setitimer(signal.ITIMER_REAL, AGAIN)  # the handler may set it otherwise
-            handler(signum, frame)
+        if not on:
+            return
+        answer = due()
+        if isinstance(answer, float):
+            signal.setitimer(signal.ITIMER_REAL, answer)
+            return
+        signal.setitimer(signal.ITIMER_REAL, AGAIN)  # again, should this one be lost
+        raise answer
 
     previous = signal.signal(signal.SIGALRM, ring)
     outer, repeat = signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -110,6 +133,50 @@ def _alarm(seconds: float, handler: Callable[[int, object], None]) -> Iterator[N
         signal.signal(signal.SIGALRM, previous)
         if outer > 0:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-6), repeat)
+
+
+def _raise_in(thread: int, exception: type[BaseException]) -> None:
+    """Have `exception` raised in `thread` at its next function call or loop iteration."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
+
+
+def _settle() -> None:
+    """A function call: an exception the watchdog set and that was not raised yet is raised
+    here. (Never drop it with `PyThreadState_SetAsyncExc(id, NULL)`: that leaves every thread
+    checking for one at each bytecode, which slows the whole interpreter down for good.)"""
+
+
+@contextlib.contextmanager
+def _thread_alarm(seconds: float, due: Due) -> Iterator[None]:
+    """`_alarm` without signals: a watchdog thread waits, asks `due()` and raises its answer in
+    the thread that runs the block, between two of its bytecodes (a loop in Python code stops
+    at once; code inside one long C call, when the call returns)."""
+    target = threading.get_ident()
+    over = threading.Event()
+
+    def watch() -> None:
+        wait = seconds
+        while not over.wait(wait):
+            answer = due()
+            if isinstance(answer, float):
+                wait = answer
+                continue
+            _raise_in(target, answer)
+            wait = AGAIN
+
+    watchdog = threading.Thread(target=watch, name="time limit", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        while True:  # a limit raised this late is over with its block: it must not escape
+            try:
+                over.set()
+                watchdog.join()
+                _settle()
+                break
+            except (CaseTimedOut, WallTimeout):
+                continue
 
 
 @contextlib.contextmanager
@@ -126,34 +193,34 @@ def cpu_budget(seconds: float | None, wall: float | None = None) -> Iterator[Non
     engine pays that on every case. A wall timer rings on time; the handler then reads the
     CPU clock and, if the case has had less CPU than its budget (the machine was busy),
     waits on for what is still due. Inside `wall_limit` (both use SIGALRM), the outer limit
-    waits until this one is over."""
+    waits until this one is over. Where there is no SIGALRM (Windows), a watchdog thread does
+    the same (`_thread_alarm`)."""
     if not seconds:
         yield
         return
     deadline = time.process_time() + seconds
     wall_deadline = time.monotonic() + wall if wall else None
 
-    def expire_when_spent(signum: int, frame: object) -> None:
+    def due() -> type[BaseException] | float:
         left = deadline - time.process_time()
         if left <= CPU_SLACK:
-            raise CaseTimedOut("out of CPU time")
+            return CaseTimedOut
         if wall_deadline is not None:
             if wall_deadline - time.monotonic() <= 0:
-                raise WallTimeout
+                return WallTimeout
             left = min(left, wall_deadline - time.monotonic())
-        signal.setitimer(signal.ITIMER_REAL, max(left, CPU_SLACK))
+        return max(left, CPU_SLACK)
 
-    with _alarm(seconds, expire_when_spent):
+    with _alarm(seconds, due):
         yield
 
 
 @contextlib.contextmanager
 def wall_limit(seconds: float) -> Iterator[None]:
-    """Raise `WallTimeout` in whatever runs once `seconds` of wall time have passed. Signals
-    reach the main thread only: elsewhere (or with `seconds` <= 0) there is no limit."""
-    main = threading.current_thread() is threading.main_thread()
-    if seconds <= 0 or not main or not hasattr(signal, "SIGALRM"):
+    """Raise `WallTimeout` in whatever runs once `seconds` of wall time have passed (with
+    `seconds` <= 0, there is no limit)."""
+    if seconds <= 0:
         yield
         return
-    with _alarm(seconds, _wall_expire):
+    with _alarm(seconds, lambda: WallTimeout):
         yield

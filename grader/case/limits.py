@@ -30,11 +30,13 @@ import contextlib
 import gc
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from grader.case import hang
 from grader.case.loading import running
 from grader.case.run import Bounded
+from grader.case.wire import MAX_MESSAGE
 
 #: seconds a case may run (and the submission's import may take), unless its yardstick is longer
 TIMEOUT = 10.0
@@ -69,6 +71,18 @@ RULE_OUT_OF_BUDGET = (
 )
 
 Location = tuple[str, int, str]  # (file, line, function) where a case was stuck
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Times in seconds, sizes in MiB. The sandbox enforces
+    them all; in process, only the times apply."""
+
+    timeout: float = TIMEOUT  # per case, and for importing the submission
+    budget: float = 600.0  # for the whole submission, every case of every suite
+    memory: int = 2048  # address space of a worker
+    file_size: int = 16  # largest file a worker may write
+    message: int = MAX_MESSAGE  # bytes, largest message from a worker
 
 
 def suspect_cpu(yardstick: float) -> float:

@@ -25,7 +25,6 @@ import ctypes
 import gc
 import json
 import os
-import resource
 import signal
 from pathlib import Path
 from typing import Any, NoReturn
@@ -42,7 +41,10 @@ BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker imp
 
 
 def set_limits(memory_mib: int, file_mib: int) -> None:
-    """Address space (numpy imports in ~100 MiB) and the size of any file written; no core dumps."""
+    """Address space (numpy imports in ~100 MiB) and the size of any file written; no core dumps.
+    (`resource` is imported here: the rest of this module is imported where there is none.)"""
+    import resource
+
     for which, mib in ((resource.RLIMIT_AS, memory_mib), (resource.RLIMIT_FSIZE, file_mib)):
         if mib:
             resource.setrlimit(which, (mib << 20, mib << 20))

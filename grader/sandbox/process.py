@@ -21,32 +21,20 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.case.limits import TIMEOUT
+from grader.case.limits import Limits
 from grader.case.quantity import MalformedResult
 from grader.case.wire import ASK_TAPE
 from grader.case.worker import BOOT
 from grader.sandbox import bwrap
-from grader.sandbox.protocol import MAX_MESSAGE, FrameReader, decode
+from grader.sandbox.protocol import FrameReader, decode
 
 NOISE_KEPT = 16 << 10
 POLL = 0.05
 #: seconds bwrap may take to set up the sandbox and report its first process
 STARTUP = 10.0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submission may use. Times in seconds, sizes in MiB."""
-
-    timeout: float = TIMEOUT  # per case, and for importing the submission
-    budget: float = 600.0  # for the whole submission, every case of every suite
-    memory: int = 2048  # address space of a worker
-    file_size: int = 16  # largest file a worker may write
-    message: int = MAX_MESSAGE  # bytes, largest message from a worker
 
 
 class CpuLedger:
