@@ -425,7 +425,7 @@ def test_pytest_with_no_arguments_from_a_submission_inside_the_kit_runs_the_suit
     done = pytest_run("-p", "no:cacheprovider", cwd=mine)
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"grader: grading {mine} (micrograd: micrograd/)" in done.stdout
-    cases = COMPOSITE.read_text().count("@case(")
+    cases = Path(COMPOSITE).read_text().count("@case(")
     assert f"points for {mine}" in done.stdout and f"{cases} passed" in done.stdout
 
 
