@@ -10,8 +10,9 @@ import pytest
 
 from grader.case.define import collect
 from grader.pipeline import REPO, SUITES_DIR
+from grader.report.model import Status
 from grader.verdict.oracle import Oracle
-from tests.harness.bugs import materialize
+from tests.harness.bugs import Bug, materialize
 from tests.harness.bugs.needle import BUGS
 from tests.harness.grading import grade
 
@@ -64,3 +65,23 @@ def test_bug_is_caught(bug, oracle, tmp_path):
             assert case_id in failed, f"{bug.name} is not caught by {case_id}"
             message = failed[case_id].message
             assert all(text in message for text in bug.says), f"{case_id}:\n{message}"
+
+
+def test_a_tensor_without_reflected_operators_is_not_graded_where_it_needs_them(oracle, tmp_path):
+    """CMU's hw1 skeleton has no `__rsub__` or `__rtruediv__`: the cases that write `2 - a` or
+    `2 / a` are "not graded: needs __rsub__", as micrograd's are, and nothing else changes."""
+    bug = Bug(
+        "no-reflected-operators",
+        "Tensor defines neither __rsub__ nor __rtruediv__",
+        [
+            ("needle/autograd.py", "    def __rsub__(", "    def _no_rsub("),
+            ("needle/autograd.py", "    def __rtruediv__(", "    def _no_rtruediv("),
+            ("needle/ops.py", "out_grad * (1 - node**2)", "out_grad * (-(node**2) + 1)"),
+        ],
+    )
+    materialize(bug, tmp_path)
+    report = graded(tmp_path, oracle)
+    wrong = [(r.id, r.message) for r in report.results if r.status not in (Status.PASSED, Status.NOT_GRADED)]
+    assert wrong == []
+    needs = {need for r in report.results for need in r.missing}
+    assert needs == {"__rsub__", "__rtruediv__"}

@@ -9,7 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
+from grader.assignments.needle.backend import (
+    HELPERS,
+    REFLECTED,
+    TensorBackend,
+    as_float_array,
+    flag,
+    indices,
+    quantity,
+)
 from grader.case.backend import OPERATORS, MissingOp
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -132,9 +140,15 @@ class NeedleBackend(TensorBackend):
         """An op class is lacking when the class, the helper or the Tensor operator a case
         reaches it through is missing, or when applying it forward (eagerly, to fresh
         tensors) raises NotImplementedError, as needle's own `Tensor.__pow__` does for a
-        tensor exponent until it is written. Only forward code runs: a `gradient` that
+        tensor exponent until it is written. A reflected operator (`__rsub__`) is lacking
+        when Tensor does not define it. Only forward code runs: a `gradient` that
         raises, as the untouched template's do, fails its cases instead."""
-        return [need for need in needs if need in PROBES and self._lacks(need)]
+        return [
+            need
+            for need in needs
+            if (need in PROBES and self._lacks(need))
+            or (need in REFLECTED and getattr(self.Tensor, need, None) is None)
+        ]
 
     def _lacks(self, op_class: str) -> bool:
         helper, attribute = HELPER_OF.get(op_class), TENSOR_ATTRIBUTE.get(op_class)

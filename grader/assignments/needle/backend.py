@@ -60,9 +60,12 @@ OP_CLASSES = (
     "MatMul",
 )
 
-#: the ops a needle case may need: its op classes (what a scope file lists, and what "not
-#: graded: needs Tanh" names)
-OPS = OP_CLASSES
+#: Tensor's reflected operators that build ops of their own (`2 - a` runs `a.__rsub__(2)`):
+#: a course whose Tensor has neither (CMU's hw1 skeleton) leaves them out of its scope
+REFLECTED = ("__rsub__", "__rtruediv__")
+#: the ops a needle case may need: its op classes and the reflected operators (what a scope
+#: file lists, and what "not graded: needs Tanh" or "needs __rsub__" names)
+OPS = OP_CLASSES + REFLECTED
 #: what every case about accumulation, depth and higher-order gradients can be written with
 CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summation", "MatMul")
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
@@ -230,6 +233,8 @@ class TensorBackend(Backend):
         tensors = sum(isinstance(a, Node) for a in args)
         classes = pair[0] if tensors >= 2 or len(args) == 1 else pair[1]
         needs = tuple(classes.split(" and "))
+        if f"__{op}__" in REFLECTED:
+            needs += (f"__{op}__",)
         if op in ("sum", "summation") and isinstance(kwargs.get("axes"), int):
             needs += ("int-axes",)
         return needs
