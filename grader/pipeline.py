@@ -33,7 +33,7 @@ from grader.verdict.compare import compare
 from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
-from grader.verdict.oracle import Oracle, oracle_from
+from grader.verdict.oracle import NeedsTorch, Oracle, oracle_from
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "tests"
@@ -150,12 +150,20 @@ class SandboxRunner:
 
 
 def used_by(oracle: Oracle) -> Callable[[Case], set[str]]:
-    """What a case uses, by its run on PyTorch (the oracle must have it at hand): the ops it
-    needs and the rules its graph exercises, an MLP's among them. A rule that hung on the
-    probe gives the cases that use it a short CPU budget (`grader.case.limits`)."""
+    """The rules a case runs, by its run on PyTorch (the oracle must have it at hand): the
+    ops it needs and those its graph exercises, an MLP's among them, if it calls backward()
+    (its run has an output); none if not, since only backward() runs rules. A rule that hung
+    on the probe gives the cases that run it a short CPU budget (`grader.case.limits`), and a
+    case that builds an MLP without a backward() keeps its full time."""
 
     def used(case: Case) -> set[str]:
-        return oracle.needs(case) | set(case_ops(oracle.expected(case), case.assignment))
+        try:
+            expected = oracle.expected(case)
+        except NeedsTorch:  # no expected run (a changed test without torch): not graded
+            return set(case.needs)
+        if not expected.outputs:
+            return set()
+        return oracle.needs(case) | set(case_ops(expected, case.assignment))
 
     return used
 
@@ -291,6 +299,10 @@ def grade(
     if not directory.is_dir():
         report.errors.append(f"{directory} is not a directory")
     oracle.prepare(cases)
+    unanswered = [case for case in cases if oracle.results_of(case.id) is None]
+    if unanswered:  # a test changed since the release, and no torch to check it: not scored
+        cases = [case for case in cases if oracle.results_of(case.id) is not None]
+        report.notes.append(unanswered_note(unanswered))
     names = sorted({case.assignment for case in cases})
     missing = missing_assignments(directory, names)
     todo = [case for case in cases if case.assignment not in missing]
@@ -338,13 +350,28 @@ def default_scopes(suites_dir: Path) -> dict[str, Scope]:
 
 
 def needs_from(oracle: Oracle) -> Callable[[list[Case]], dict[str, set[str]]]:
-    """What each case needs, from its run on PyTorch (the disk cache, else PyTorch itself)."""
+    """What each case needs, from its run on PyTorch (the disk cache, the shipped answers,
+    else PyTorch itself); a case with none of them (`NeedsTorch`) needs what it declares,
+    and `grade` leaves it unscored, saying why."""
 
     def needs(cases: list[Case]) -> dict[str, set[str]]:
         oracle.prepare(cases)
-        return {case.id: oracle.needs(case) for case in cases}
+        found = {}
+        for case in cases:
+            try:
+                found[case.id] = oracle.needs(case)
+            except NeedsTorch:
+                found[case.id] = set(case.needs)
+        return found
 
     return needs
+
+
+def unanswered_note(cases: list[Case]) -> str:
+    """Why cases were left out of the score: the one line of `NeedsTorch`, once."""
+    first = NeedsTorch(cases[0])
+    more = f" (and {len(cases) - 1} more cases like it)" if len(cases) > 1 else ""
+    return f"not scored: {first}{more}"
 
 
 def select_cases(directory: Path, request: Request, oracle: Oracle | None = None) -> list[Case]:
