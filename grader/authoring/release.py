@@ -386,7 +386,8 @@ def graded_cases(repo: Path, names: list[str], scopes: dict[str, Scope]) -> list
 
 
 def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | None = None) -> None:
-    """Write the bundle into the empty directory `dest` (unchecked: see `release`)."""
+    """Write the bundle into the empty directory `dest`, all but its answers (`write_answers`),
+    unchecked: see `release`."""
     scopes = scopes or {}
 
     grader = repo / "grader"
@@ -415,7 +416,6 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     workflows = dest / ".github" / "workflows"
     workflows.mkdir(parents=True)
     shutil.copyfile(BUNDLE / "classroom.yml", workflows / "classroom.yml")
-    write_answers(dest, repo, names)  # last: it runs the bundle's own pytest
 
 
 def check_bundle(root: Path, repo: Path) -> list[Leak]:
@@ -455,6 +455,9 @@ def release(
     try:
         build(staging, repo, names, chosen)
         leaks = check_bundle(staging, repo)
+        if not leaks:  # the answers last (they run the bundle's own pytest), and scanned too
+            write_answers(staging, repo, names)
+            leaks = check_bundle(staging, repo)
         files = [p.relative_to(staging).as_posix() for p in sorted(staging.rglob("*")) if p.is_file()]
         size = sum((staging / f).stat().st_size for f in files)
         if leaks:

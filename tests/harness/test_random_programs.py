@@ -39,6 +39,11 @@ CAUGHT = {
         ("needle", name): ("hidden",)
         for name in ("broadcast-axes-from-the-left", "divide-sign", "log-divides-by-output")
     },
+    # An add that assigns is wrong only where its contribution lands after another one on the
+    # same node, which depends on the order backward() runs the rules: with the contract's
+    # order (inputs first, in order) no hidden program has such a node. The hidden suite still
+    # catches it by its rule cases (the bug bank's caught_by).
+    ("micrograd", "add-assigns"): ("public",),
 }
 
 

@@ -568,6 +568,22 @@ def test_classroom_grades_the_reference_in_full(student, bundle, tmp_path):
     assert sum(t["duration"] for t in document["tests"]) > 0  # milliseconds each case took
 
 
+def test_classroom_leaves_a_changed_test_unscored_without_torch(student, bundle, tmp_path):
+    """As the student's pytest does: a case whose test changed since the release has no
+    shipped answer; without torch it is left out of the score, and every other case counts."""
+    repo = with_reference(bundle, tmp_path, "changed-classroom")
+    suite = repo / "tests" / "public" / "micrograd" / "test_ops.py"
+    suite.write_text(suite.read_text() + "\n# the student's own note\n")
+    document = classroom_result(student, repo, tmp_path)
+    changed = [c for c in public_cases() if c.module == "test_ops" and c.assignment == "micrograd"]
+    assert changed
+    total = (sum(c.points for c in public_cases()) - sum(c.points for c in changed)) * points_scale()
+    assert document["status"] == "pass" and document["max_score"] == total
+    assert sum(t["score"] for t in document["tests"]) == total
+    assert len(document["tests"]) == len(public_cases()) - len(changed)
+    assert_totals_agree(document)
+
+
 def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path):
     document = classroom_result(student, bundle, tmp_path)
     cases = public_cases()
