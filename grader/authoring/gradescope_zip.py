@@ -23,8 +23,6 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import tomllib
 import zipfile
@@ -34,6 +32,7 @@ from pathlib import Path
 
 from grader.assignments import NAMES
 from grader.authoring.leaks import scan, secrets
+from grader.authoring.wheel import WheelError, wheel_file
 from grader.case.define import collect
 from grader.pipeline import REPO, SUITES_DIR, suites_for
 from grader.scope import ScopeError, parse
@@ -95,16 +94,10 @@ def suites_digest(suites: Path, assignments: list[str]) -> str:
 
 def build_wheel(repo: Path, dest: Path) -> Path:
     """The grader package as pip would install it, built from a clean copy of `repo`."""
-    with tempfile.TemporaryDirectory(prefix="grader-wheel-") as tmp:
-        src = Path(tmp) / "src"
-        ignore = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".*cache*")
-        shutil.copytree(repo, src, ignore=ignore)
-        argv = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-        done = subprocess.run([*argv, "-w", str(dest), "."], cwd=src, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BuildError(f"building the grader's wheel failed: {done.stderr.strip()[-500:]}")
-    (wheel,) = dest.glob("grader-*.whl")
-    return wheel
+    try:
+        return wheel_file(repo, dest)
+    except WheelError as exc:
+        raise BuildError(f"building the grader's wheel failed: {exc}") from None
 
 
 def check_wheel(wheel: Path, repo: Path) -> None:
