@@ -20,6 +20,7 @@ with its test's report, so the table is the same.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 from contextlib import ExitStack
@@ -38,7 +39,7 @@ from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
 from grader.verdict.compare import compare
-from grader.verdict.oracle import NeedsTorch, default_cache_dir, oracle_from
+from grader.verdict.oracle import NeedsTorch, Oracle, default_cache_dir, oracle_from
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -263,7 +264,6 @@ class _State:
         self.defaults = {**default_scopes(SUITES_DIR), **self.scopes}
         #: each graded case in scope, with its points as the scope says
         self.scoped: dict[str, Case] = {}
-        self.oracle = oracle_from(no_cache=config.getoption("--no-oracle-cache"))
         #: the submission's in-process engines, loaded when its first case runs
         self.submission: Submission | None = None
         self.report = Report(str(self.impl))
@@ -272,6 +272,12 @@ class _State:
         self._directory: Path | None = None
         #: why the submission cannot be read at all (a hostile zip), if it cannot
         self.refused: str | None = None
+
+    @functools.cached_property
+    def oracle(self) -> Oracle:
+        """PyTorch's answers, from the cache folder as it is when collection asks first (a
+        conftest may choose it: the kit's own tests keep theirs out of the user's cache)."""
+        return oracle_from(no_cache=self.config.getoption("--no-oracle-cache"))
 
     @property
     def impl(self) -> Path:

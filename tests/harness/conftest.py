@@ -1,7 +1,8 @@
 """What the grader's own tests share, built once per run and only read afterwards.
 
 PyTorch's run of the suites, the kit's wheel and the released bundle take seconds to make
-and are the same for every test that reads them. Under pytest-xdist (`pytest -n auto`) each
+and are the same for every test that reads them. PyTorch's run is kept from run to run too,
+in pytest's cache folder. Under pytest-xdist (`pytest -n auto`) each
 worker is a process with its own session fixtures, so what must be made once is made by the
 first process that asks, under a file lock in the folder the run's workers share, and the
 others wait for it and read it. A test that changes one of these makes its own copy.
@@ -22,7 +23,7 @@ from grader.authoring.release import release
 from grader.authoring.wheel import build_wheel
 from grader.case.define import collect
 from grader.pipeline import REPO, SUITES_DIR
-from grader.verdict.oracle import Oracle
+from grader.verdict.oracle import CACHE_ENV, Oracle
 
 #: the graded suites every harness test may grade with
 ASSIGNMENTS = ("micrograd", "needle")
@@ -58,15 +59,28 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
     return folder
 
 
-@pytest.fixture(scope="session")
-def oracle_cache(tmp_path_factory) -> Path:
-    """One oracle disk cache for the run, holding PyTorch's run of every case of the suites
-    (the 10^5-op chain's too): PyTorch runs each case once per run, not once per module."""
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's oracle cache, in pytest's own cache folder at the project's root: kept from
+    run to run like `--lf`'s records (the oracle keys each suite's file by everything that
+    could change it), never in the user's own cache. Whatever the run starts (the graded
+    suites' plugin, nbgrader's kernels, `python -m grader`, a class's workers) reads it too."""
+    folder = config.cache.mkdir("grader-oracle") if config.cache else _run_folder(config._tmp_path_factory)
+    os.environ[CACHE_ENV] = str(folder)
 
-    def run_pytorch(folder: Path) -> None:
+
+def _prepare_oracle_cache() -> Path:
+    """PyTorch's run of every case of the suites (the 10^5-op chain's too), in the run's cache:
+    made by the first process that asks, which the others wait for and then read."""
+    folder = Path(os.environ[CACHE_ENV])
+    with FileLock(str(folder.with_name(folder.name + ".lock"))):
         Oracle(folder).prepare(collect(SUITES_DIR, ASSIGNMENTS, SUITES), SUITES_DIR)
+    return folder
 
-    return built_once(tmp_path_factory, "oracle-cache", run_pytorch)
+
+@pytest.fixture(scope="session")
+def oracle_cache() -> Path:
+    """The run's oracle cache folder, holding PyTorch's run of every case of the suites."""
+    return _prepare_oracle_cache()
 
 
 @pytest.fixture(scope="session")
@@ -111,32 +125,47 @@ def reference() -> Path:
     return REPO / "reference"
 
 
-#: module fixtures that take seconds to build (a class graded, a bundle released into a fresh
-#: environment, an nbgrader course autograded, a browser started): under xdist, the tests of a
-#: module that use one of them run on one worker, so that it is built once and not once per worker
-COSTLY = {
+#: module fixtures that take seconds to build (an nbgrader course autograded, a class graded, a
+#: bundle released into a fresh environment, a browser started), costliest first. Under xdist
+#: the tests of a module that use one of them run on one worker, so that it is built once and not
+#: once per worker; and the run starts with the costliest, so that no long module is left to
+#: start last while the other workers have nothing left to do (`--no-loadscope-reorder`)
+COSTLY = (
+    "course",  # test_nbgrader_course
+    "klass",  # test_classgrade, test_pages
     "bundle",  # test_release
     "student",
-    "browser",  # test_pages
-    "buggy",
-    "hostile",
-    "course",  # test_nbgrader_course
-    "everything",  # test_scope
-    "narrower",
-    "front_ends",  # test_layouts
     "honest",  # test_sandbox_hostile
-    "installed",  # test_options
-    "klass",  # test_classgrade, test_pages
-    "report",  # test_core_only
+    "front_ends",  # test_layouts
     "site",  # test_gradescope
     "small_zip",
+    "buggy",
+    "hostile",
+    "everything",  # test_scope
+    "narrower",
+    "installed",  # test_options
+    "browser",  # test_pages
+    "report",  # test_core_only
     "warm",  # test_oracle_cache
-}
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    """Where `item` starts: the costly fixtures' modules first, costliest first; then the
+    tests marked slow (each builds an environment of its own); then the rest, as collected."""
+    used = [COSTLY.index(name) for name in getattr(item, "fixturenames", ()) if name in COSTLY]
+    if used:
+        return min(used)
+    return len(COSTLY) + (0 if item.get_closest_marker("slow") else 1)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group each module's tests that share a costly fixture (`--dist loadgroup`)."""
+    """Group each module's tests that share a costly fixture (`--dist loadgroup`), and put the
+    costliest first. Before the graded suites' plugin reads PyTorch's answers, one process
+    makes them (so that two workers do not both run PyTorch on a cold cache)."""
+    _prepare_oracle_cache()
     for item in items:
-        if COSTLY.intersection(getattr(item, "fixturenames", ())):
+        if _rank(item) < len(COSTLY):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=_rank)  # stable: each module's tests keep their order

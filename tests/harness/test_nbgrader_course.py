@@ -20,6 +20,7 @@ import pytest
 
 from grader.authoring.leaks import scan, secrets
 from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
+from grader.case.limits import Limits
 from tests.harness.grading import grade
 
 if importlib.util.find_spec("nbgrader") is None:  # found, not imported: collection stays quick
@@ -53,7 +54,11 @@ STUCK = (
     "        self.grad = 1.0\n"
 )
 #: nbgrader's cell timeout for the stuck submission: far above any cell's honest run
-CELL_TIMEOUT = 30
+CELL_TIMEOUT = 12
+#: the case time limit in every grading of the course (kernels, the fast path, the graders'
+#: own reports): well above any honest case's run, and what each case of the hanging
+#: submission costs before the cut-off
+CASE_TIMEOUT = 3.0
 MUL = "other.grad += self.data * out.grad"
 WRONG = "other.grad += other.data * out.grad"
 
@@ -79,7 +84,7 @@ def submissions(course):
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    env = environment()
+    env = environment(CASE_TIMEOUT)
     course = make_course(tmp_path_factory.mktemp("nbgrader"))
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
@@ -100,7 +105,9 @@ def course(tmp_path_factory):
     for (student, assignment), path in notebooks.items():
         source = course / "source" / assignment / f"{assignment}.ipynb"
         directory = extract(path, course.parent / "extracted" / student, assignment, source=source)
-        reports[student, assignment] = grade(directory, suite="all", only=[assignment])
+        reports[student, assignment] = grade(
+            directory, suite="all", only=[assignment], limits=Limits(timeout=CASE_TIMEOUT)
+        )
     return course, env, reports, export(course, env)
 
 
@@ -207,7 +214,7 @@ def fast(course):
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
         # one at a time: the exports must agree to the point, and a starved worker can time out
-        fast_path(course, assignment, "--jobs", "1", env=env)
+        fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
     nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
     return course
 
