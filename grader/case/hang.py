@@ -107,31 +107,48 @@ def _alarm(seconds: float, due: Due) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _signal_alarm(seconds: float, due: Due) -> Iterator[None]:
-    """`_alarm` with SIGALRM. Afterwards all is as before, an alarm set outside included
-    (pytest-timeout's, or an outer limit's): it is set again for what was left of it, or to
-    ring at once if it fell due meanwhile."""
+    """`_alarm` with SIGALRM. An alarm set outside (pytest-timeout's, or an outer limit's)
+    keeps its time: should it fall due first, its own handler runs then, as if this limit were
+    not there. Afterwards all is as before: the outer alarm, if it has not rung, is set again
+    for what is left of it, or to ring at once if it fell due meanwhile."""
     on = True
+    outer_rang = False
 
     def ring(signum: int, frame: object) -> None:
+        nonlocal outer_rang
         if not on:
+            return
+        if outer_due is not None and not outer_rang and time.monotonic() >= outer_due:
+            outer_rang = True
+            signal.setitimer(signal.ITIMER_REAL, max(started + seconds - time.monotonic(), 1e-6))
+            previous(signum, frame)  # the outer alarm's own handler: it raises what it raises
             return
         answer = due()
         if isinstance(answer, float):
-            signal.setitimer(signal.ITIMER_REAL, answer)
+            signal.setitimer(signal.ITIMER_REAL, until_outer(answer))
             return
         signal.setitimer(signal.ITIMER_REAL, AGAIN)  # again, should this one be lost
         raise answer
 
+    def until_outer(wait: float) -> float:
+        """`wait`, or less if the outer alarm falls due sooner."""
+        if outer_due is None or outer_rang:
+            return wait
+        return max(min(wait, outer_due - time.monotonic()), 1e-6)
+
     previous = signal.signal(signal.SIGALRM, ring)
-    outer, repeat = signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, repeat = signal.getitimer(signal.ITIMER_REAL)
     started = time.monotonic()
+    # an outer alarm that rings first, with a handler to hand it to
+    outer_due = started + outer if 0 < outer < seconds and callable(previous) else None
+    signal.setitimer(signal.ITIMER_REAL, outer if outer_due is not None else seconds)
     try:
         yield
     finally:
         on = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer > 0:
+        if outer > 0 and not outer_rang:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-6), repeat)
 
 

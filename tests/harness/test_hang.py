@@ -249,3 +249,30 @@ def test_a_rule_that_never_returns_fails_only_the_cases_that_call_it(tmp_path, o
     assert short if sandbox else short == failed, [r.message for r in failed]
     forward = [r for r in report.results if "relu" in r.ops and r.topic == "forward"]
     assert forward and all(r.passed for r in forward)
+
+
+class OuterAlarm(Exception):
+    """What the alarm set outside a case's limit raises (pytest-timeout's, in a student's run)."""
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no interval timers here")
+def test_an_alarm_set_outside_a_limit_rings_at_its_own_time():
+    """pytest-timeout's alarm, shorter than the case's own limit, ends the case when it falls
+    due, not once the case's limit is over (then the case's WallTimeout would be the context
+    of the outer alarm's exception)."""
+
+    def outer(signum: int, frame: object) -> None:
+        raise OuterAlarm
+
+    previous = signal.signal(signal.SIGALRM, outer)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(OuterAlarm) as rang:
+            with hang.wall_limit(5.0):
+                while True:  # ends only when an alarm rings
+                    pass
+        assert rang.value.__context__ is None
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left set
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

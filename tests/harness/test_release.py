@@ -349,7 +349,7 @@ def failure_messages(output: str) -> list[tuple[str, str]]:
     return found
 
 
-def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bundle, tmp_path):
+def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bundle, oracle):
     done = subprocess.run(
         student.commands[1], shell=True, cwd=bundle, env=student.env, capture_output=True, text=True
     )
@@ -357,7 +357,7 @@ def test_the_untouched_template_scores_only_what_needs_no_gradient(student, bund
     assert done.returncode == 1, output[-3000:]  # some cases failed; pytest itself ran
     assert "Traceback" not in output
     cases = public_cases(bundle / "tests")
-    expected = grade(REPO / "student_template", cases, Oracle(tmp_path / "cache"), InProcessRunner())
+    expected = grade(REPO / "student_template", cases, oracle, InProcessRunner())
     assert expected.score < expected.max_score
     forward = [r for r in expected.results if r.topic == "forward"]
     assert forward and all(r.passed for r in forward)
@@ -584,10 +584,10 @@ def test_classroom_leaves_a_changed_test_unscored_without_torch(student, bundle,
     assert_totals_agree(document)
 
 
-def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path):
+def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path, oracle):
     document = classroom_result(student, bundle, tmp_path)
     cases = public_cases()
-    expected = grade(REPO / "student_template", cases, Oracle(tmp_path / "cache"), InProcessRunner())
+    expected = grade(REPO / "student_template", cases, oracle, InProcessRunner())
     assert document["status"] == "fail"
     factor = points_scale()
     assert (sum(t["score"] for t in document["tests"]), document["max_score"]) == (
