@@ -41,13 +41,16 @@ from tests.harness.nbgrader_course import (  # noqa: E402 (needs nbgrader)
     submit,
 )
 
+#: loops for ever on the 10**5-op chain, the deep cell's largest graph: each grading of the
+#: course waits for that case's time limit once
 HANG = (
-    "        while len(topo) > 500:  # loops forever on deep graphs\n"
+    "        while len(topo) > 50_000:  # loops forever on the deepest graph\n"
     "            pass\n"
     "        self.grad = 1.0\n"
 )
 #: loops forever on deep graphs after stopping every interval timer, the case time limit's
-#: too: only nbgrader's cell timeout (an interrupt) ends it
+#: too: only nbgrader's cell timeout (an interrupt) ends it, and the whole cell scores 0, as
+#: every case of it does in the graders' own report
 STUCK = (
     "        while len(topo) > 500:  # stuck on deep graphs\n"
     "            __import__('signal').setitimer(__import__('signal').ITIMER_REAL, 0)\n"
@@ -145,7 +148,9 @@ def test_each_cell_scores_its_topic(course):
     for student in ("buggy", "hang", "untouched", "stuck"):
         got = cell_points(course, "micrograd", student)
         assert got == pytest.approx(cell_scores(reports[student, "micrograd"].results, "micrograd"))
-    assert cell_points(course, "micrograd", "hang")["test_deep"] == 0
+    hung, correct = (cell_points(course, "micrograd", student) for student in ("hang", "correct"))
+    assert [cell for cell in correct if hung[cell] != correct[cell]] == ["test_deep"]  # the hang costs
+    assert 0 < hung["test_deep"] < correct["test_deep"]  # its own case only
 
 
 def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(course):
