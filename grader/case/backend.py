@@ -56,6 +56,8 @@ class Backend:
     def __init__(self, trace: bool = True) -> None:
         self.tape = Tape(enabled=trace)
         self.names: dict[int, str] = {}
+        #: the results that are the gradient of a node backward() was called on (`y.grad`)
+        self.seeds: set[str] = set()
         #: what the case needed so far (see `needs_of`), recorded even without a tape
         self.used: set[str] = set()
         self.plain_ops: set[str] = set()
@@ -142,6 +144,8 @@ class Backend:
             if isinstance(item, Node):
                 if item.index is not None:
                     self.names.setdefault(item.index, name)
+                if self.tape.is_output(item):
+                    self.seeds.add(name + ".grad")
                 flat[name] = self.value_of(item.raw)
                 flat[name + ".grad"] = self.grad_of(item.raw)
             elif isinstance(item, (list, tuple)) and item and isinstance(item[0], Node):

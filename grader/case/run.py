@@ -47,6 +47,9 @@ class Run:
     names: dict[int, str] = field(default_factory=dict)
     #: tape indices that backward was called on
     outputs: list[int] = field(default_factory=list)
+    #: the results that are the gradient of a node backward was called on (`y.grad`), with
+    #: or without a tape
+    seeds: list[str] = field(default_factory=list)
     #: what the submission printed while the case ran (bounded)
     output: str = ""
     #: what the case needed (`Backend.needs`): on the oracle, what a scope must allow
@@ -153,5 +156,6 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool =
         steps=list(lib.tape.steps),
         names=dict(lib.names),
         outputs=list(lib.tape.outputs),
+        seeds=sorted(lib.seeds),
         needs=sorted({*lib.needs(), *case.needs}),
     )

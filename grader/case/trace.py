@@ -62,12 +62,23 @@ class Tape:
         self.nodes: list[Node] = []
         #: the node of each backward call, in order
         self.outputs: list[int] = []
+        #: without a tape, the nodes backward was called on (what `is_output` asks)
+        self.untraced_outputs: list[Node] = []
 
     def mark_output(self, node: Node) -> None:
         """Remember that backward was called on `node` (its gradient is the seed), once per
-        call: a diagnostic needs to know when backward ran more than once."""
+        call: a diagnostic needs to know when backward ran more than once. Without a tape
+        the node itself is kept, so that its gradient is still known as the seed."""
         if self.enabled and node.index is not None:
             self.outputs.append(node.index)
+        elif not self.enabled:
+            self.untraced_outputs.append(node)
+
+    def is_output(self, node: Node) -> bool:
+        """Was backward called on `node`, with or without a tape?"""
+        if node.index is not None:
+            return node.index in self.outputs
+        return any(node is out for out in self.untraced_outputs)
 
     def record(self, node: Node, op: str, inputs: tuple, kwargs: dict, label: str = "") -> None:
         if not self.enabled:

@@ -528,8 +528,8 @@ def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnos
     rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in users[:MAX_USERS])
     rules += f", ... ({len(users) - MAX_USERS} more)" if len(users) > MAX_USERS else ""
     if tape.tensors:
-        if _single_adjoint(tape, i, users):
-            hint = f"it got one partial adjoint, not their sum: {hints.SUM}"
+        if _single_adjoint(tape, i, users):  # the catalogue's slip says which adjoint it kept
+            hint = hints.SUM
         elif len(tape.outputs) > 1:
             hint = hints.REPEATED_BACKWARD
         else:
@@ -685,6 +685,11 @@ class Evidence:
         if e is None or a is None or e.shape != a.shape:
             return None
         return e.array().reshape(-1), a.array().reshape(-1)
+
+    def single_adjoint(self, i: int) -> bool:
+        """needle: is node i's gradient one of the partial adjoints its consumers sent,
+        where it should be their sum?"""
+        return _single_adjoint(self.tape, i, self.tape.consumers(i))
 
     def value(self, i: int) -> Any:
         """Node i's value (PyTorch's) as an array."""

@@ -177,6 +177,7 @@ def run_to_plain(run: Run) -> dict[str, Any]:
         "results": {k: _q(v) for k, v in run.results.items()},
         "names": [[i, n] for i, n in run.names.items()],
         "outputs": run.outputs,
+        "seeds": run.seeds,
         "needs": run.needs,
         "ops": run.ops,
         "detail": json.dumps(detail, separators=(",", ":")),
@@ -194,6 +195,7 @@ def run_from_plain(obj: dict[str, Any]) -> Run:
         results={k: _uq(v) for k, v in obj["results"].items()},
         names={int(i): n for i, n in obj["names"]},
         outputs=list(obj["outputs"]),
+        seeds=[str(name) for name in obj["seeds"]],
         needs=[str(need) for need in obj["needs"]],
         ops=None if ops is None else [str(op) for op in ops],
     )

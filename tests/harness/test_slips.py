@@ -106,6 +106,37 @@ def test_the_mlp_contract_is_stated_only_when_the_mlp_is_at_fault(oracle, tmp_pa
     assert failed and all("MLP contract" in r.message for r in failed)
 
 
+#: micrograd's backward() with every gradient right but the output's own, zeroed after the pass
+OUTPUT_GRAD_ZEROED = Bug(
+    "output-grad-zeroed",
+    "backward() zeroes the output's own gradient once the closures have run",
+    [
+        (
+            "micrograd/engine.py",
+            "        for node in reversed(topo):\n            node._backward()\n",
+            "        for node in reversed(topo):\n            node._backward()\n        self.grad = 0.0\n",
+        )
+    ],
+)
+OUTPUT_GRAD_BUGS = {
+    "micrograd": OUTPUT_GRAD_ZEROED,
+    "needle": next(bug for bug in NEEDLE if bug.name == "output-grad-unset"),
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(BANKS))
+def test_the_output_gradient_costs_one_case(assignment, oracle, tmp_path):
+    """A backward() that gets every gradient right but the output's own fails the one case
+    that checks it, and no case without a tape (a 10**5-op chain), which knows its output
+    all the same."""
+    cases = collect(REPO / "tests", [assignment], ["public", "hidden"])
+    chosen = [c for c in cases if not c.trace or c.name == "output_gradient"]
+    assert len(chosen) > 3
+    submission = materialize(OUTPUT_GRAD_BUGS[assignment], tmp_path / assignment)
+    results = score(chosen, oracle, run_in_process(submission, chosen), {})
+    assert [r.id for r in results if not r.passed] == [f"{assignment}/test_composite::output_gradient"]
+
+
 def main() -> int:
     oracle = Oracle()
     total = Count()

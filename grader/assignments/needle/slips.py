@@ -109,6 +109,81 @@ def _dtype_op(evidence: Any) -> str:
     return ""
 
 
+def _same(a: Any, b: Any) -> bool:
+    return bool(np.shape(a) == np.shape(b) and np.allclose(a, b, rtol=1e-6, atol=1e-9))
+
+
+def _rules(evidence: Any) -> list[tuple[str, Any, Any, Any, Any, Any]]:
+    """(op class, its input x, its output y, the out_grad it got, PyTorch's gradient for x,
+    the submission's) for each one-input op whose gradient rule is wrong: rules run alone
+    (`Log.gradient` steps) and, in a backward, the rules probed alone on a node whose own
+    gradient is right (so that both probes had the same out_grad)."""
+    tape, found = evidence.tape, []
+    if not tape.actual:
+        return found
+    for i, step in enumerate(tape.steps):
+        if step.op.endswith(".gradient") and tape.differs(i, "value"):
+            node, out_grad = (r.index for r in step.inputs[:2])
+            if len(evidence.inputs(node)) == 1:
+                e, a = tape.expected[i]["value"], tape.actual[i]["value"]
+                if a is not None and e.shape == a.shape:
+                    x = evidence.value(evidence.inputs(node)[0])
+                    row = (evidence.value(node), evidence.value(out_grad), e.array(), a.array())
+                    found.append((step.op.removesuffix(".gradient"), x, *row))
+        elif len(evidence.inputs(i)) == 1 and not tape.differs(i, "grad"):
+            pair = evidence.rule_pair(i)
+            cls = tape.hints.op_class(step.op, step.inputs)
+            if pair is not None and cls and tape.expected[i]["grad"] is not None:
+                x, y = evidence.value(evidence.inputs(i)[0]), evidence.value(i)
+                g = tape.expected[i]["grad"].array()
+                found.append((cls, x.reshape(-1), y.reshape(-1), g.reshape(-1), *pair))
+    return found
+
+
+def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
+    """ReLU's gradient passed out_grad on where the input is exactly 0, and is right elsewhere."""
+    for op, x, _, g, e, a in _rules(evidence):
+        zero = x == 0
+        if op == "ReLU" and zero.any() and _same(a[~zero], e[~zero]) and _same(a[zero], g[zero]):
+            return {"op": op}
+    return None
+
+
+#: op -> its derivative from its input x and output y, the same with x and y mixed up
+DERIVATIVES = {
+    "Exp": (lambda x, y: y, lambda x, y: x),
+    "Tanh": (lambda x, y: 1 - y**2, lambda x, y: 1 - x**2),
+    "Log": (lambda x, y: 1 / x, lambda x, y: 1 / y),
+}
+
+
+def _swapped(evidence: Any, ops: tuple[str, ...]) -> dict[str, str] | None:
+    with np.errstate(all="ignore"):
+        for op, x, y, g, _, a in _rules(evidence):
+            if op in ops and _same(a, g * DERIVATIVES[op][1](x, y)):
+                return {"op": op}
+    return None
+
+
+def input_for_output(evidence: Any) -> dict[str, str] | None:
+    """Exp, Tanh: the derivative is written with the input where it reads the output (node)."""
+    return _swapped(evidence, ("Exp", "Tanh"))
+
+
+def output_for_input(evidence: Any) -> dict[str, str] | None:
+    """Log: the derivative is written with the output (node) where it reads the input."""
+    return _swapped(evidence, ("Log",))
+
+
+def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
+    """The rules that send a node its partial adjoints are right, and the node's gradient
+    is one of those adjoints, not their sum: backward kept one (the last it stored)."""
+    i = evidence.diagnosis.wrong
+    if evidence.diagnosis.blame != "backward" or i is None:
+        return None
+    return {} if evidence.single_adjoint(i) else None
+
+
 def recursion(evidence: Any) -> dict[str, str] | None:
     failure = evidence.failure
     return {} if failure is not None and failure.type == "RecursionError" else None
@@ -147,6 +222,30 @@ SLIPS = (
         "an array the rule makes (a mask, a constant) takes the input's dtype",
         wrong_dtype,
         blame="{op}",
+    ),
+    Slip(
+        "relu-slope-at-zero",
+        "{op}'s slope at 0 is 0, as PyTorch's: its mask passes no gradient where the input is "
+        "exactly 0 (`a > 0`, not `a >= 0`)",
+        relu_slope_at_zero,
+    ),
+    Slip(
+        "input-for-output",
+        "{op}'s gradient uses its input (node.inputs[0]) where its derivative needs the output "
+        "(node, which holds the op's value)",
+        input_for_output,
+    ),
+    Slip(
+        "output-for-input",
+        "{op}'s gradient uses its output (node) where its derivative needs the input (node.inputs[0])",
+        output_for_input,
+    ),
+    Slip(
+        "last-adjoint-kept",
+        "backward keeps only the last partial adjoint a node receives, overwriting the others: "
+        "it must collect every op's partial adjoint (a list per node) and add them up",
+        last_adjoint_kept,
+        blame="backward",
     ),
     Slip(
         "output-grad-unset",

@@ -133,7 +133,7 @@ BUGS = [
         ],
         caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
         says=("partial adjoints",),
-        slip=("one partial adjoint, not their sum",),
+        slip=("only the last partial adjoint", "add them up"),
     ),
     Bug(
         "topo-pre-order",
@@ -309,6 +309,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[ReLU]", "test_ops::op_backward[relu]"],
         says=("ReLU",),
+        slip=("slope at 0", "`a > 0`"),
     ),
     Bug(
         "log-divides-by-output",
@@ -316,6 +317,15 @@ BUGS = [
         [(OPS, "        return out_grad / node.inputs[0]", "        return out_grad / node")],
         caught_by=["test_op_gradients::op_gradient[Log]", "test_ops::op_backward[log]"],
         says=("Log",),
+        slip=("Log's gradient uses its output (node)",),
+    ),
+    Bug(
+        "exp-uses-input",
+        "Exp's gradient multiplies by the input a where the derivative of exp(a) is the output",
+        [(OPS, "        return out_grad * node\n", "        return out_grad * node.inputs[0]\n")],
+        caught_by=["test_op_gradients::op_gradient[Exp]", "test_ops::op_backward[exp]"],
+        says=("Exp",),
+        slip=("Exp's gradient uses its input",),
     ),
     Bug(
         "power-exponent-without-log",
