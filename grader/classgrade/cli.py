@@ -86,13 +86,6 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         visibility=args.hidden_visibility,
         scopes=scopes,
     )
-    try:
-        submissions = discover(root, out / "work", only)
-    except LayoutError as exc:
-        raise UserError(str(exc)) from None
-    if args.nbgrader:
-        assignment = args.nbgrader_assignment
-        submissions = [s for s in submissions if (root / "submitted" / s.student / assignment).is_dir()]
     jobs = args.jobs or cpu_count()
     if args.dask:
         from grader.classgrade.dask import DaskBackend
@@ -100,6 +93,14 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         backend = DaskBackend(args.dask)
     else:
         backend = LocalBackend(jobs, limits.budget + GRACE)
+        backend.start()  # its fork server warms up while the submissions are found
+    try:
+        submissions = discover(root, out / "work", only)
+    except LayoutError as exc:
+        raise UserError(str(exc)) from None
+    if args.nbgrader:
+        assignment = args.nbgrader_assignment
+        submissions = [s for s in submissions if (root / "submitted" / s.student / assignment).is_dir()]
     oracle = oracle_of(args)
     name = "gradebook"
     if only:

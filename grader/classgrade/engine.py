@@ -53,10 +53,19 @@ class LocalBackend:
 
     jobs: int
     deadline: float
+    pool: ForkPool | None = field(default=None, init=False, repr=False)
+
+    def start(self) -> None:
+        """Start the fork server now: it imports what every submission's process needs and
+        compiles the workers' bytecode (`grader.classgrade.warm`) on another core while the
+        class run finds its submissions and the oracle's answers."""
+        if self.pool is None:
+            self.pool = ForkPool(self.jobs, self.deadline)
 
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
-        pool = ForkPool(self.jobs, self.deadline)
-        yield from self._counted(pool.run(sandbox_runs, [(job.student, job) for job in jobs]))
+        self.start()
+        assert self.pool is not None
+        yield from self._counted(self.pool.run(sandbox_runs, [(job.student, job) for job in jobs]))
 
     @staticmethod
     def _counted(finished: Iterator[Finished]) -> Iterator[Finished]:

@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 #: imported once, in the fork server, before any submission's process is forked from it
-PRELOAD = ["numpy", "grader.pipeline", "grader.classgrade.runner"]
+PRELOAD = ["numpy", "grader.pipeline", "grader.classgrade.runner", "grader.classgrade.warm"]
 
 
 @dataclass

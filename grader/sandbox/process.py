@@ -33,6 +33,7 @@ from grader.sandbox.protocol import FrameReader, decode
 
 NOISE_KEPT = 16 << 10
 POLL = 0.05
+PAGE = os.sysconf("SC_PAGE_SIZE")
 #: seconds bwrap may take to set up the sandbox and report its first process
 STARTUP = 10.0
 
@@ -148,6 +149,8 @@ class WorkerProcess:
         #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
         self.sandbox_init: int | None = None
         self._worker_pid: int | None = None
+        #: /proc file name -> its open descriptor (see `read_proc`)
+        self._proc_fds: dict[str, int] = {}
         result_r, result_w = os.pipe()
         noise_r, noise_w = os.pipe()
         command = [sys.executable, *PYTHON_FLAGS, "-c", BOOT, str(lib), str(result_w), json.dumps(job)]
@@ -231,13 +234,30 @@ class WorkerProcess:
         except MalformedResult as exc:
             raise Fault(f"the worker sent a malformed result: {exc}") from None
 
-    def _resident_mib(self) -> float:
-        if self.pid < 0:
-            return 0.0
+    def read_proc(self, name: str) -> bytes | None:
+        """The worker's /proc/PID/`name` as it is now (None: it cannot be read). Each file is
+        opened once and read again from its start: the grader reads `statm` on every wait
+        and `maps` after every case, and opening a /proc file costs more than reading it.
+        An open /proc file stays the process's own: once it has exited, it reads empty."""
+        pid = self.pid
+        if pid < 0:
+            return None
+        fd = self._proc_fds.get(name)
         try:
-            with open(f"/proc/{self.pid}/statm") as fh:
-                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
-        except (OSError, ValueError, IndexError):
+            if fd is None:
+                fd = self._proc_fds[name] = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+            chunks, offset = [], 0
+            while chunk := os.pread(fd, 1 << 16, offset):
+                chunks.append(chunk)
+                offset += len(chunk)
+        except OSError:
+            return None
+        return b"".join(chunks)
+
+    def _resident_mib(self) -> float:
+        try:
+            return int((self.read_proc("statm") or b"").split()[1]) * PAGE / (1 << 20)
+        except (ValueError, IndexError):
             return 0.0
 
     def _exit_reason(self) -> str:
@@ -319,11 +339,12 @@ class WorkerProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a SIGKILLed process always goes
             pass
-        for fd in (self.result_fd, self.noise_fd):
+        for fd in (self.result_fd, self.noise_fd, *self._proc_fds.values()):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        self._proc_fds.clear()
         try:
             self.proc.stdin.close()  # the file object owns that descriptor: never close it by number
         except OSError:

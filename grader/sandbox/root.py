@@ -6,11 +6,20 @@ worker can reach is read off the tree), the suite files of one suite, a link to 
 `pyseccomp` (one pure-Python module over the system's libseccomp, for the worker's filter).
 `work/` holds a copy of the submission's package under grading and is the worker's cwd. No
 path in either leads to `reference/`, to the other suite, to the oracle or its cache.
+
+Every Python file of `lib/` comes with its bytecode, compiled once per grading process
+(`trusted_file`): a worker cannot write bytecode into its read-only `lib/`, so without it
+each worker would compile the grader's modules and the suite anew (a fifth of a cold
+worker's time where the installation holds no bytecode, or `PYTHONDONTWRITEBYTECODE` is
+set). The class run compiles them in its fork server, before any submission's process is
+forked (`precompile`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import marshal
 import os
 import shutil
 from pathlib import Path
@@ -50,17 +59,53 @@ def worker_modules() -> list[Path]:
     return sorted(found)
 
 
+def trusted_file(src: Path) -> tuple[bytes, bytes | None]:
+    """A grader or suite file's bytes and, for Python source, its bytecode as an
+    unchecked hash-based .pyc (PEP 552: the worker loads it without comparing it with the
+    source, which nobody can change in a read-only `lib/`). Read and compiled once per
+    process and version of the file."""
+    info = src.stat()
+    return _compiled(src, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(src: Path, mtime_ns: int, size: int) -> tuple[bytes, bytes | None]:
+    data = src.read_bytes()
+    if src.suffix != ".py":
+        return data, None
+    try:
+        code = compile(data, str(src), "exec", dont_inherit=True, optimize=0)
+    except (SyntaxError, ValueError):
+        return data, None  # the worker reports it when it imports the file
+    header = importlib.util.MAGIC_NUMBER + (0b01).to_bytes(4, "little") + importlib.util.source_hash(data)
+    return data, header + marshal.dumps(code)
+
+
+def precompile(suites_dir: Path | None = None) -> None:
+    """Compile now, in this process, every file a worker's `lib/` may hold: the grader's
+    modules and, with `suites_dir`, its public and hidden suites. The class run does it in
+    its fork server, so that each submission's process inherits the bytecode."""
+    files = list(worker_modules())
+    for suite in ("public", "hidden"):
+        if suites_dir is not None and (suites_dir / suite).is_dir():
+            files += sorted(p for p in (suites_dir / suite).rglob("*.py") if "__pycache__" not in p.parts)
+    for path in files:
+        try:
+            trusted_file(path)
+        except OSError:
+            pass  # `build` raises it, where it is needed
+
+
 def _copy_trusted(src: Path, dest: Path) -> None:
-    """A grader or suite file, with its bytecode when there is some (it stays valid: the
-    copy keeps the source's mtime), so that workers do not compile everything anew."""
+    """A grader or suite file, with its bytecode (see `trusted_file`), so that workers do not
+    compile everything anew."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dest)
-    if src.suffix == ".py":
-        cached = Path(importlib.util.cache_from_source(str(src)))
-        if cached.is_file():
-            target = Path(importlib.util.cache_from_source(str(dest)))
-            target.parent.mkdir(exist_ok=True)
-            shutil.copy2(cached, target)
+    data, bytecode = trusted_file(src)
+    dest.write_bytes(data)
+    if bytecode is not None:
+        cached = Path(importlib.util.cache_from_source(str(dest), optimization=""))
+        cached.parent.mkdir(exist_ok=True)
+        cached.write_bytes(bytecode)
 
 
 def _copy_tree(src: Path, dest: Path, copy=shutil.copyfile) -> None:

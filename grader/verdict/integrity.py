@@ -85,18 +85,13 @@ def scan(directory: Path, package: str) -> Finding | None:
     return None
 
 
-def loaded_libraries(pid: int) -> set[str] | None:
-    """Autodiff libraries whose shared objects are mapped into process `pid` (cheap: a
-    substring search, so it can run after every case); None when it cannot be told (the
+def libraries_in(maps: bytes | None) -> set[str] | None:
+    """The autodiff libraries a process's /proc/PID/maps names; None for no map at all (the
     process has exited: a live one always has mappings)."""
-    try:
-        with open(f"/proc/{pid}/maps") as fh:
-            maps = fh.read()
-    except OSError:
-        return None
     if not maps:
         return None
-    return {library for marker, library in SHARED_OBJECTS.items() if marker in maps}
+    text = maps.decode(errors="replace")
+    return {library for marker, library in SHARED_OBJECTS.items() if marker in text}
 
 
 #: the threads a worker waiting for the grader's go has of its own: the one that runs the cases
