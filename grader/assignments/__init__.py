@@ -53,7 +53,8 @@ class Slip:
     `detect` reads what the verdict already has about a failed case (`grader.verdict.
     diagnose.Evidence`: both tapes with each rule probed alone and the gradients after each
     backward() call, the results that differ, the exception) and returns None, or the
-    fields `line` is formatted with (`{op}`: the op whose rule made the slip). `blame`,
+    fields `line` is formatted with (`{op}`: the op whose rule made the slip; `at`, the
+    expression of the node where the slip is, when it is not where the failure showed). `blame`,
     when given, is the rule the failure is laid at once the slip is known (formatted too)."""
 
     name: str

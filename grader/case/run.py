@@ -98,7 +98,8 @@ def function_name(code: CodeType) -> str:
 
 def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     """Keep the type, a bounded message and the innermost frame inside the submission."""
-    where = None
+    where = getattr(exc, "where", None)  # an account of the exception may say where
+    where = where if isinstance(where, tuple) and len(where) == 3 else None
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
     tb = exc.__traceback__
     while tb is not None:

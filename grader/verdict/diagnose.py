@@ -243,6 +243,8 @@ def _failure_text(failure: Failure, hints: ModuleType) -> str:
     if failure.type in (
         "GradientTypeError",
         "NoGradientError",
+        "NotDifferentiableError",
+        "NumpyOperandError",
     ):  # the grader's own finding: the message says it all
         return failure.message
     text = f"{failure.type}{where}: {failure.message}"
@@ -636,13 +638,25 @@ def _node_name(tape: Tape, x: float) -> str:
     return tape.name(i) if x == i and 0 <= i < len(tape.steps) else "(a node the case did not make)"
 
 
+def _about_detach(tape: Tape, m: Mismatch) -> bool:
+    """Is a result about a detached node or one that feeds a detach()? (A wrong gradient
+    elsewhere, the output's own among them, says nothing about detach().)"""
+    if not any(s.op == "detach" for s in tape.steps):
+        return False
+    by_name = {name: i for i, name in tape.names.items()}
+    i = by_name.get(m.name.removesuffix(".grad"))
+    if i is None:
+        return not m.is_grad and CONTRACT_RESULT not in m.name  # `x has an op`, nodes reached
+    return tape.steps[i].op == "detach" or _feeds_detach(tape, i)
+
+
 def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     """Results about the graph rather than numbers (lazy flags, what a detached node keeps)."""
     hints = []
     if any(m.name.startswith("computed") for m in mismatches) and tape.hints.LAZY:
         hints.append(tape.hints.LAZY)
     tensors = tape.tensors or any(m.expected is not None and m.expected.shape != () for m in mismatches)
-    if tensors and any(s.op == "detach" for s in tape.steps):
+    if tensors and any(_about_detach(tape, m) for m in mismatches):
         hints.append(tape.hints.DETACH)
     refused = [
         tape.name(i)
@@ -710,8 +724,17 @@ def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...])
         if fields is None:
             continue
         first, _, rest = diagnosis.message.partition("\n")
-        message = f"{first}\n  {slip.says(fields)}" + (f"\n{rest}" if rest else "")
         blamed = slip.blame.format(**fields) if slip.blame else diagnosis.blame
+        if (
+            diagnosis.blame
+            and rule(blamed) != rule(diagnosis.blame)
+            and first.startswith("wrong gradient from ")
+        ):
+            # the slip lays the failure at another rule: the first line names that one
+            at = fields.get("at", "")
+            rest = f"  where it shows: {first}" + (f"\n{rest}" if rest else "")
+            first = f"wrong gradient from {blamed}" + (f": {at}" if at else "")
+        message = f"{first}\n  {slip.says(fields)}" + (f"\n{rest}" if rest else "")
         return replace(diagnosis, message=message, slip=slip.name, blame=blamed)
     return diagnosis
 

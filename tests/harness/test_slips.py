@@ -106,6 +106,18 @@ def test_the_mlp_contract_is_stated_only_when_the_mlp_is_at_fault(oracle, tmp_pa
     assert failed and all("MLP contract" in r.message for r in failed)
 
 
+def test_a_slip_laid_at_another_rule_is_named_first(oracle, tmp_path):
+    """A detach() the gradient flows through shows as a wrong gradient from the op that uses
+    the detached node: the first line names detach, and where it showed comes after."""
+    bug = BY_NAME["detach-returns-self"]
+    chosen = caught_by(bug, collect(REPO / "tests", ["micrograd"], ["public", "hidden"]))
+    submission = materialize(bug, tmp_path / bug.name)
+    failed = [r for r in score(chosen, oracle, run_in_process(submission, chosen), {}) if not r.passed]
+    firsts = [r.message.splitlines()[0] for r in failed]
+    assert any("where it shows: wrong gradient from mul" in r.message for r in failed)
+    assert [f for f in firsts if f.startswith("wrong gradient from") and "from detach" not in f] == []
+
+
 #: micrograd's backward() with every gradient right but the output's own, zeroed after the pass
 OUTPUT_GRAD_ZEROED = Bug(
     "output-grad-zeroed",

@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 
 from grader.assignments.needle.backend import (
+    COMPOUND_OPS,
+    DIFFERENTIABLE,
     HELPERS,
+    IN_NUMPY,
+    NOT_DIFFERENTIABLE,
+    NUMPY_OPERAND,
     REFLECTED,
     TensorBackend,
     as_float_array,
@@ -43,9 +48,53 @@ class GradientTypeError(TypeError):
         )
 
 
+class NotDifferentiableError(ValueError):
+    """A gradient rule built a result that backward cannot differentiate again."""
+
+    def __init__(self, op: Any, found: float, cause: str) -> None:
+        code = type(op).gradient.__code__
+        #: the rule, where `describe_exception` would have found it: the failure's place
+        self.where = (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+        self.found = found
+        how = "" if found == NUMPY_OPERAND else " builds a gradient that backward cannot differentiate again"
+        super().__init__(f"{type(op).__name__}.gradient{how}: a backward through its gradient raised {cause}")
+
+
 def _data(raw: Any) -> np.ndarray:
     """A Tensor's data (computing it in lazy mode, as `numpy()` does); arrays as they are."""
     return np.asarray(raw.numpy() if hasattr(raw, "numpy") else raw)
+
+
+class NumpyOperandError(NotDifferentiableError):
+    """A gradient rule multiplied by a NumPy array, and backward cannot differentiate that."""
+
+
+def _graph(root: Any) -> list[Any]:
+    """The Tensors `root` reaches through `inputs`, root first (at most MAX_OP_NODES)."""
+    seen, order = {id(root)}, [root]
+    for node in order:
+        for inp in node.inputs:
+            if id(inp) not in seen and len(order) < MAX_OP_NODES:
+                seen.add(id(inp))
+                order.append(inp)
+    return order
+
+
+def _reaches(root: Any, target: Any) -> bool:
+    """Does `root`'s graph hold `target`? A gradient built from out_grad with needle's ops
+    does; one computed in NumPy and wrapped in a Tensor is a leaf."""
+    return any(node is target for node in _graph(root))
+
+
+def _numpy_operand(root: Any, stop: Any) -> bool:
+    """Does an op in `root`'s graph hold a NumPy array as a constant (`Tensor * array` makes
+    a MulScalar whose scalar is the array)?"""
+    return any(
+        isinstance(value, np.ndarray) and value.ndim > 0
+        for node in _graph(root)
+        if node is not stop and node.op is not None
+        for value in vars(node.op).values()
+    )
 
 
 def _requires_grad(raw: Any) -> Quantity | None:
@@ -282,7 +331,48 @@ class NeedleBackend(TensorBackend):
                 entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
             elif step.op in self.ops:
                 entry["rule"] = self._probe(i)
+                if self._differentiates_a_gradient():
+                    found = self._differentiable(i)
+                    entry["differentiable"] = None if found is None else Quantity((found[0],), ())
         return tape
+
+    def _differentiates_a_gradient(self) -> bool:
+        return any(step.op == "grad" for step in self.tape.steps)
+
+    def _differentiable(self, i: int) -> tuple[float, Any, str] | None:
+        """Node i's gradient rule, run on fresh leaves with an out_grad that requires a
+        gradient too, and its result differentiated again with the submission's rules:
+        (what `DIFFERENTIABLE` and the others say, the op, what failed), or None when the
+        probe cannot tell (an op that built several nodes, a forward that fails)."""
+        step = self.tape.steps[i]
+        if step.op == "detach" or step.op in COMPOUND_OPS:
+            return None
+        try:
+            leaves, args = [], []
+            for ref in step.inputs:
+                if isinstance(ref, NodeRef):
+                    leaves.append(self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True))
+                    args.append(leaves[-1])
+                else:
+                    args.append(ref)
+            out = self.ops[step.op](*args, **step.kwargs)
+            if out.op is None or {id(x) for x in out.inputs} - {id(x) for x in leaves}:
+                return None
+            given = self.Tensor(np.ones_like(_data(out)), requires_grad=True)
+            grads = out.op.gradient_as_tuple(given, out)
+        except Exception:
+            return None
+        for g in grads:
+            if not isinstance(g, self.Tensor):
+                return None  # GradientTypeError's case, said where it surfaces
+            if not _reaches(g, given):
+                return IN_NUMPY, out.op, ""
+            try:
+                self._local_grads(g, [given, *leaves], np.ones_like(_data(g)))
+            except Exception as exc:
+                found = NUMPY_OPERAND if _numpy_operand(g, given) else NOT_DIFFERENTIABLE
+                return found, out.op, f"{type(exc).__name__}: {exc}"
+        return DIFFERENTIABLE, out.op, ""
 
     def _probe(self, i: int, out_grad: Any = None) -> Quantity | None:
         step = self.tape.steps[i]
@@ -356,7 +446,7 @@ class NeedleBackend(TensorBackend):
         """When a case raised: leaves that do not require a gradient although asked to, or a
         gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
         backward and fails far from the rule), is the cause."""
-        if isinstance(exc, GradientTypeError | NoGradientError):
+        if isinstance(exc, GradientTypeError | NoGradientError | NotDifferentiableError):
             return None
         refused = [
             self.tape.steps[i].label or f"t{i}"
@@ -377,6 +467,18 @@ class NeedleBackend(TensorBackend):
                     return found
                 except Exception:
                     continue
+        return self._not_differentiable() if self._differentiates_a_gradient() else None
+
+    def _not_differentiable(self) -> NotDifferentiableError | None:
+        """A case that differentiates a gradient raised: a rule whose result backward cannot
+        differentiate again is the cause, wherever the exception surfaced (a Reshape that
+        cannot undo the broadcast a NumPy operand made)."""
+        for i, step in enumerate(self.tape.steps):
+            if step.op in self.ops:
+                found = self._differentiable(i)
+                if found is not None and found[0] in (NUMPY_OPERAND, NOT_DIFFERENTIABLE):
+                    error = NumpyOperandError if found[0] == NUMPY_OPERAND else NotDifferentiableError
+                    return error(found[1], found[0], found[2])
         return None
 
     # ---- reading results ----

@@ -72,6 +72,12 @@ CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summat
 #: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)
 FEATURES = ("int-axes",)
 
+#: what a tape's `differentiable` entry says of an op's gradient rule, its result differentiated
+#: again (a case that differentiates a gradient needs it): fine; computed in NumPy and wrapped
+#: in a Tensor (its result has no graph back to out_grad); built with a NumPy array among its
+#: operands, and differentiating it fails; differentiating it fails otherwise
+DIFFERENTIABLE, IN_NUMPY, NUMPY_OPERAND, NOT_DIFFERENTIABLE = 0.0, 1.0, 2.0, 3.0
+
 #: needle's lowercase helpers that have no operator or method of their own, and the op
 #: class each applies (add, matmul, transpose, reshape, ... go through Node's operators)
 HELPERS = {

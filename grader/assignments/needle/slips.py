@@ -13,6 +13,7 @@ import numpy as np
 
 from grader.assignments import Slip
 from grader.assignments.needle import hints
+from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND
 
 
 def _orders(evidence: Any) -> list[tuple[list[int], list[int]]]:
@@ -184,6 +185,33 @@ def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     return {} if evidence.single_adjoint(i) else None
 
 
+def _not_differentiable(evidence: Any, found: float) -> dict[str, str] | None:
+    """The op whose gradient rule, its result differentiated again, the tape's
+    `differentiable` entry says `found` of (the first in tape order)."""
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps if tape.actual else ()):
+        said = tape.actual[i].get("differentiable")
+        if said is not None and said.data[0] == found:
+            return {"op": tape.hints.op_class(step.op, step.inputs) or step.op}
+    return None
+
+
+def in_numpy(evidence: Any) -> dict[str, str] | None:
+    """A case that differentiates a gradient got wrong numbers, and an op's gradient rule
+    returns a Tensor with no graph back to out_grad: computed in NumPy, then wrapped."""
+    return _not_differentiable(evidence, IN_NUMPY)
+
+
+def numpy_operand(evidence: Any) -> dict[str, str] | None:
+    """An op's gradient multiplies by a NumPy array, and backward through it fails (the
+    exception surfaced elsewhere: `NumpyOperandError` names the rule) or goes wrong."""
+    failure = evidence.failure
+    if failure is not None:
+        named = failure.type == "NumpyOperandError" and failure.where
+        return {"op": failure.where[2].removesuffix(".gradient").split(".")[-1]} if named else None
+    return _not_differentiable(evidence, NUMPY_OPERAND)
+
+
 def recursion(evidence: Any) -> dict[str, str] | None:
     failure = evidence.failure
     return {} if failure is not None and failure.type == "RecursionError" else None
@@ -246,6 +274,21 @@ SLIPS = (
         "it must collect every op's partial adjoint (a list per node) and add them up",
         last_adjoint_kept,
         blame="backward",
+    ),
+    Slip(
+        "gradient-in-numpy",
+        "{op}'s gradient is computed in NumPy and wrapped in a Tensor: its value is right, but it "
+        "has no graph, so a gradient of it is wrong; build it from needle ops on out_grad and node",
+        in_numpy,
+        blame="{op}",
+    ),
+    Slip(
+        "numpy-operand",
+        "{op}'s gradient multiplies by a NumPy array, which needle keeps as a scalar op's constant "
+        "that backward cannot differentiate through; build it from needle ops on Tensors "
+        "(broadcast_to, reshape) instead",
+        numpy_operand,
+        blame="{op}",
     ),
     Slip(
         "output-grad-unset",

@@ -239,7 +239,44 @@ BUGS = [
             "test_higher_order::matmul_second_order",
         ],
         says=("differentiates a gradient",),
-        slip=("NumPy",),
+        slip=("gradient is computed in NumPy and wrapped in a Tensor",),
+    ),
+    Bug(
+        "tanh-gradient-in-numpy",
+        "Tanh's gradient alone is computed in NumPy and wrapped: right once, not differentiable again",
+        [
+            (
+                OPS,
+                "        return out_grad * (1 - node**2)",
+                "        return Tensor(out_grad.numpy() * (1 - node.numpy() ** 2))",
+            )
+        ],
+        caught_by=[
+            "test_higher_order::gradient_norm",
+            "test_higher_order::matmul_second_order",
+            "test_higher_order::hessian_vector_product",
+        ],
+        says=("differentiates a gradient", "Tanh"),
+        slip=("Tanh's gradient is computed in NumPy",),
+    ),
+    Bug(
+        "summation-times-numpy-array",
+        "Summation's gradient multiplies by a NumPy array of ones to broadcast: right once, and a "
+        "backward through it cannot undo that broadcast",
+        [
+            (
+                OPS,
+                "        return broadcast_to(reshape(out_grad, kept_shape), in_shape)",
+                "        return reshape(out_grad, kept_shape) * numpy.ones(in_shape)",
+            )
+        ],
+        caught_by=[
+            "test_higher_order::matmul_second_order",
+            "test_hidden_graph::hidden_softmax_second_order",
+            "test_hidden_graph::hidden_lazy_higher_order",
+        ],
+        says=("Summation.gradient",),
+        slip=("Summation's gradient multiplies by a NumPy array",),
     ),
     Bug(
         "lazy-mode-ignored",

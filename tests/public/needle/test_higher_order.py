@@ -53,12 +53,14 @@ def test_gradient_norm_core(lib):
 
 @case("needle", topic="higher-order", points=2)
 def test_matmul_second_order(lib):
-    """Through a matmul, a broadcast bias and a summation: the gradient of W, squared."""
+    """Through a matmul, a broadcast bias and a summation of each row (inside the graph, so
+    that its gradient is differentiated too): the gradient of W, squared."""
     rng = np.random.default_rng(92)
     X = lib.tensor(rng.standard_normal((4, 3)), "X")
     W = lib.tensor(rng.standard_normal((3, 2)), "W")
     b = lib.tensor(rng.standard_normal((2,)), "b")
-    y = (X @ W + b.reshape((1, 2)).broadcast_to((4, 2))).tanh().sum()
+    h = (X @ W + b.reshape((1, 2)).broadcast_to((4, 2))).tanh()
+    y = (h * h.sum(axes=(1,)).reshape((4, 1)).broadcast_to((4, 2))).sum()
     lib.backward(y)
     gW = lib.grad_node(W)
     z = (gW * gW).sum()
