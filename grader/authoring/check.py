@@ -34,7 +34,7 @@ from grader.authoring import killing, leaks, mutants, template
 from grader.authoring.forward import ReachingRunner, solution_functions
 from grader.case.define import Case, collect
 from grader.case.limits import SLOWER
-from grader.pipeline import InProcessRunner, grade
+from grader.pipeline import InProcessRunner, grade, used_by
 from grader.report.model import Report
 from grader.sandbox import Limits
 from grader.verdict.oracle import Oracle
@@ -228,6 +228,7 @@ def check_mutants(
         jobs=options.jobs,
         progress=progress,
         reaches=reaches,
+        needs=used_by(options.oracle),
     )
     survivors = kills.survivors
     pools = Counter(m.pool for m in chosen)

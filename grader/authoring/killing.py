@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,11 +68,12 @@ def child(
     suites_dir: Path,
     ids: list[str],
     timeouts: dict[str, float],
+    rules: dict[str, tuple[str, ...]],
     conn: multiprocessing.connection.Connection,
 ) -> None:
     """Runs in the mutant's own process: write the mutant, import it, run the cases, and send
     `("start", id, seconds)` before each case (with its time limit) and `("done", id, run)`
-    after it."""
+    after it. `rules`: the ops each case uses, as grading's time limits take them."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -90,10 +91,11 @@ def child(
             # the time limit as the yardstick too: once backward() hung on the probe, a case's
             # CPU budget is at least the one grading gives it, so no case counts as killed
             # that grading would let pass
-            seconds = engine.policy.seconds(mutant.assignment, timeouts[case_id], timeouts[case_id])
+            uses = rules.get(case_id, ())
+            seconds = engine.policy.seconds(mutant.assignment, timeouts[case_id], timeouts[case_id], uses)
             conn.send(("start", case_id, seconds))
             try:
-                run = engine.run(cases[case_id], timeouts[case_id], seconds=seconds)
+                run = engine.run(cases[case_id], timeouts[case_id], needs=uses, seconds=seconds)
             except RecursionError as exc:
                 run = Run(fault=f"RecursionError: {exc}")
             conn.send(("done", case_id, _slim(run)))
@@ -160,10 +162,14 @@ def kill(
     jobs: int = 2,
     progress: Callable[[int, int], None] | None = None,
     reaches: Callable[[Mutant, Case], bool] = lambda mutant, case: True,
+    needs: Callable[[Case], Iterable[str]] = lambda case: (),
 ) -> Kills:
     """Run every mutant (in order, `jobs` at a time) on the cases of its assignment that no
-    earlier mutant has killed yet and that `reaches` says it can change."""
+    earlier mutant has killed yet and that `reaches` says it can change. `needs`: the ops a
+    case uses (`pipeline.used_by`), so that a mutant whose rule hangs gets the short budget
+    on the cases that use it, as grading gives it."""
     started = time.perf_counter()
+    rules = {c.id: tuple(sorted(needs(c))) for c in cases}
     result = Kills([c.id for c in cases])
     by_id = {c.id: c for c in cases}
     suites = {c.suites_dir for c in cases}
@@ -213,7 +219,7 @@ def kill(
                 workdir = workdirs[id(job)] = root / f"mutant-{result.ran}"
                 job.process = context.Process(
                     target=child,
-                    args=(mutant, reference, workdir, suites_dir, ids, timeouts, send),
+                    args=(mutant, reference, workdir, suites_dir, ids, timeouts, rules, send),
                     daemon=True,
                 )
                 job.process.start()

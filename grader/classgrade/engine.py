@@ -30,7 +30,7 @@ from grader.classgrade.runner import (
     report_for,
     sandbox_runs,
 )
-from grader.pipeline import refused, yardstick
+from grader.pipeline import refused, used_by, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
 from grader.sandbox.engine import strongest_isolation
@@ -135,6 +135,7 @@ def grade_class(
         on_start(len(todo), len(result.skipped))
     secrets = default_secrets(oracle)
     isolation = strongest_isolation(switch_user=user is not None)  # once, not per submission
+    rules = used_by(oracle)
     with ExitStack() as stack:
         by_student, jobs = {}, []
         for sub, digest, key in todo:
@@ -149,7 +150,9 @@ def grade_class(
             refs = tuple(CaseRef.of(c) for c in group)
             wanted = {case.id: oracle.expected(case).results for case in group}  # the oracle keeps each run
             timing = yardstick(group, oracle)
-            jobs.append(Job(sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation))
+            needs = {case.id: tuple(sorted(rules(case))) for case in group}
+            job = Job(sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation, needs)
+            jobs.append(job)
         for finished in backend.run(jobs):
             sub, directory, digest, key = by_student[finished.key]
             outcome: Outcome | None = finished.value

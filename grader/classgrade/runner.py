@@ -54,6 +54,9 @@ class Job:
     expected: dict[str, dict[str, Quantity | None]] = field(default_factory=dict)
     #: the sandbox's isolation as this machine allows it, found once for the class (None: find out)
     isolation: str | None = None
+    #: each case's rules, as PyTorch's run says (`pipeline.used_by`): a case that uses one whose
+    #: rule hung on the probe gets the short CPU budget, as `grader grade` gives it
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,7 +77,8 @@ def sandbox_runs(job: Job) -> Outcome:
     if not todo:
         return Outcome({}, {}, [])
     expected = job.expected.get if job.expected else None
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation)
+    needs = (lambda case: job.needs.get(case.id, ())) if job.needs else None
+    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation, needs)
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 

@@ -426,10 +426,13 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
                 )
             return Diagnosis(f"wrong gradient of {tape.name(i)}\n{got}{detach}", "", i)
         wrong = [j for j in users if tape.rule(j) is False]
-        if wrong:
-            return _explain_wrong_rules(tape, i, wrong, users, got, detach)
+        if wrong:  # a wrong rule explains it: detach() only if it is one of them
+            about_detach = any(tape.steps[j].op == "detach" for j in wrong)
+            return _explain_wrong_rules(tape, i, wrong, users, got, detach if about_detach else "")
         if not detach and all(tape.rule(j) for j in users):
             return _explain_backward(tape, i, users, got)
+        if detach and tape.tensors and all(tape.rule(j) for j in users) and not _assign(tape):
+            return _explain_detach(tape, i, users, got)
         if len(users) == 1:
             return _explain_op(tape, i, users[0], got, detach + _assign(tape))
         ops = ", ".join(f"{tape.steps[j].op} ({tape.expression(j)})" for j in users[:MAX_USERS])
@@ -445,6 +448,18 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
         head = f"wrong gradient of {tape.name(i)}, which feeds {len(users)} operations: {ops}"
         return Diagnosis(f"{head}\n{got}\n  {hint}", "", i)
     return None
+
+
+def _explain_detach(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis:
+    """needle: the rules that send node i its gradient are right, and it feeds a detach():
+    more reached it than they sent, through the detached tensor."""
+    rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in users[:MAX_USERS])
+    message = (
+        f"wrong gradient of {tape.name(i)}, which feeds a detach(): the rules that send it its "
+        f"gradient are right on their own ({rules}), so a gradient reached it through the detached "
+        f"tensor\n{got}\n  {tape.hints.DETACH}"
+    )
+    return Diagnosis(message, "detach", i)
 
 
 def _mlp_rule(tape: Tape, i: int, got: str) -> Diagnosis | None:

@@ -332,3 +332,13 @@ def test_gradients_are_probed_in_the_engines_own_type(cases, oracle, tmp_path):
     array), so a correct engine that reads its gradients' shape passes."""
     micrograd = chosen(cases, r"^micrograd/(?!.*(deep|random|mlp))")
     assert failed(run(GRADS_AS_ARRAYS, micrograd, oracle, tmp_path)) == {}
+
+
+def test_detach_is_hinted_only_where_it_is_at_fault(cases, oracle, tmp_path):
+    """A wrong rule upstream of a detach() is named without the detach() hint; a detach()
+    that keeps its inputs, behind rules that are right, is blamed on detach()."""
+    mid = chosen(cases, r"^needle/test_detach::detach_mid_graph$")
+    tanh = failed(run(NEEDLE_BUGS["tanh-derivative"], mid, oracle, tmp_path / "tanh"))
+    assert tanh and all("from tanh" in m and "detach()" not in m for m in tanh.values()), tanh
+    results = run(NEEDLE_BUGS["detach-keeps-inputs"], mid, oracle, tmp_path / "detach")
+    assert [r.blame for r in results.values() if not r.passed] == ["detach"]

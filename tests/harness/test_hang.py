@@ -25,8 +25,14 @@ import pytest
 
 from grader.case import hang
 from grader.case import limits as time_limits
-from grader.pipeline import REPO
+from grader.case.define import collect
+from grader.classgrade.engine import GRACE, LocalBackend, grade_class
+from grader.classgrade.gradebook import Gradebook
+from grader.classgrade.layout import discover
+from grader.pipeline import REPO, SUITES_DIR
+from grader.report.model import Report
 from grader.sandbox import Limits
+from grader.verdict.oracle import CACHE_ENV, Oracle
 from tests.harness.grading import grade
 
 SORT = "        topo, visited = [], set()\n"
@@ -176,7 +182,10 @@ def local_run(tmp_path: Path, before_sort: str) -> subprocess.CompletedProcess:
     suites = tmp_path / "suites" / "public" / "micrograd"
     suites.mkdir(parents=True)
     (suites / "test_hang_here.py").write_text(LOCAL)
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    # PyTorch's answers made here, so that the run does not spend its 3 s importing torch
+    cache = tmp_path / "cache"
+    Oracle(cache).prepare(collect(suites.parent.parent, ["micrograd"], ("public",)), suites.parent.parent)
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), CACHE_ENV: str(cache)}
     argv = [str(suites), "-p", "grader.plugin", f"--impl={submission}", "-p", "no:cacheprovider"]
     return subprocess.run(
         [sys.executable, "-c", PYTEST_WITH_SHORT_DEFAULT, *argv, "-c", str(REPO / "pyproject.toml")],
@@ -223,14 +232,33 @@ def relu_looping(tmp: Path) -> Path:
     return tmp
 
 
-@pytest.mark.parametrize("sandbox", [False, True], ids=["in process", "sandboxed"])
-def test_a_rule_that_never_returns_fails_only_the_cases_that_call_it(tmp_path, oracle, sandbox):
+def graded_in_a_class(submission: Path, root: Path, oracle) -> Report:
+    """`submission` graded as one student of a class (`grade-class`), on micrograd's public
+    suite."""
+    shutil.copytree(submission, root / "class" / "student")
+    book = Gradebook(root / "gradebook.db")
+    try:
+        cases = collect(SUITES_DIR, ["micrograd"], ("public",))
+        backend = LocalBackend(1, Limits().budget + GRACE)
+        grade_class(discover(root / "class", root / "work"), cases, oracle, book, backend, Limits())
+        return book.report("student")
+    finally:
+        book.close()
+
+
+@pytest.mark.parametrize("front_end", ["in process", "sandboxed", "a class"])
+def test_a_rule_that_never_returns_fails_only_the_cases_that_call_it(tmp_path, oracle, front_end):
     """relu's rule never returns. The cases that run it (backward() through a relu node) time
     out, saying where; every other case keeps its verdict on the reference, the forward cases
     that apply relu among them: a case whose results are right never runs a rule, not even to
     read its tape. The cases that use relu (or an MLP), as PyTorch's run says, fail within the
-    short CPU budget the probe of each rule gives them."""
-    report = grade(relu_looping(tmp_path), "public", ["micrograd"], oracle=oracle, sandbox=sandbox)
+    short CPU budget the probe of each rule gives them, wherever they are graded."""
+    sandbox = front_end != "in process"
+    looping = relu_looping(tmp_path / "submission")
+    if front_end == "a class":
+        report = graded_in_a_class(looping, tmp_path, oracle)
+    else:
+        report = grade(looping, "public", ["micrograd"], oracle=oracle, sandbox=sandbox)
     reference = grade(REPO / "reference", "public", ["micrograd"], oracle=oracle, sandbox=sandbox)
     assert reference.results and all(r.passed for r in reference.results)
     failed = [r for r in report.results if not r.passed]
@@ -276,3 +304,48 @@ def test_an_alarm_set_outside_a_limit_rings_at_its_own_time():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_mutant_whose_rule_never_returns_gets_the_short_budget_where_grading_gives_it(tmp_path, oracle):
+    """`grader check`'s mutants get the time limits grading gives: relu's rule looping for ever
+    costs the cases that use relu the short CPU budget (their limit, as the mutant's process
+    says before each case, is the backstop behind it), and every other case its full time."""
+    from grader.authoring import killing
+    from grader.authoring.mutants import Mutant
+    from grader.pipeline import used_by
+
+    engine = REPO / "reference" / "micrograd" / "engine.py"
+    looping = engine.read_text().replace(RELU_RULE, "            while True:\n                pass\n")
+    mutant = Mutant(
+        "relu loops", "micrograd", "micrograd/engine.py", 0, "relu", 0, "solution", "loops", looping
+    )
+    cases = collect(SUITES_DIR, ["micrograd"], ("public",))
+    rules = {c.id: tuple(sorted(used_by(oracle)(c))) for c in cases}
+    uses_relu = [c.id for c in cases if {"relu", "mlp"} & set(rules[c.id]) and c.topic != "forward"][:3]
+    others = [c.id for c in cases if not {"relu", "mlp"} & set(rules[c.id])][:3]
+    assert uses_relu and others
+    timeouts = dict.fromkeys(uses_relu + others, 30.0)
+    receive, send = killing._context().Pipe(duplex=False)
+    args = (
+        mutant,
+        REPO / "reference",
+        tmp_path / "mutant",
+        SUITES_DIR,
+        uses_relu + others,
+        timeouts,
+        rules,
+        send,
+    )
+    process = killing._context().Process(target=killing.child, args=args, daemon=True)
+    process.start()
+    send.close()
+    allowed = {}
+    try:
+        while (message := receive.recv())[0] not in ("end", "load", "broken"):
+            if message[0] == "start":
+                allowed[message[1]] = message[2]
+    finally:
+        process.join(timeout=30)
+    assert message == ("end",), message
+    assert all(allowed[i] <= 20 * time_limits.SUSPECT_MAX for i in uses_relu), allowed
+    assert all(allowed[i] == 30.0 for i in others), allowed
