@@ -155,10 +155,14 @@ def prepare() -> None:
         _runtime(), _numpy_dirs(), _covered()
 
 
-def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) -> list[str]:
+def argv(
+    lib: Path, work: Path, env: dict[str, str], switch_user: bool = False, grader: Path | None = None
+) -> list[str]:
     """bwrap's arguments, up to and including `--`: the command follows. `switch_user` (bwrap
     run by root): no user namespace, and the worker keeps CAP_SETUID and CAP_SETGID just long
-    enough to become the unprivileged user itself, before any student code runs."""
+    enough to become the unprivileged user itself, before any student code runs. `grader`: a
+    copy of the grader's worker modules, bound read-only as `lib/grader` (one copy serves
+    every worker of a run: none can change what the next one runs)."""
     unshare = list(UNSHARE_BUT_USER) if switch_user else ["--unshare-all"]
     args = [str(binary()), *unshare, "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
     if switch_user:
@@ -179,6 +183,8 @@ def argv(lib: Path, work: Path, env: dict[str, str], switch_user: bool = False) 
         args += ["--remount-ro", str(folder)]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += [*parents(str(lib)), "--ro-bind", str(lib), str(lib)]
+    if grader is not None:
+        args += ["--ro-bind", str(grader), str(lib / "grader")]
     args += [*parents(str(work)), "--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--clearenv"]
     for key, value in env.items():

@@ -30,7 +30,7 @@ from grader.case.run import Run
 from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
-from grader.sandbox.root import SandboxError, build
+from grader.sandbox.root import SandboxError, build, copy_grader
 from grader.verdict.compare import compare
 from grader.verdict.integrity import Finding, extra_threads, libraries_in
 
@@ -87,16 +87,21 @@ def resolve_user(user: str | None) -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def hand_over(root: Path, lib: Path, work: Path, user: tuple[int, int]) -> None:
-    """Let the worker's user through `root`, read `lib` and own `work`: nothing more."""
-    uid, gid = user
-    os.chmod(root, 0o711)
-    for folder, _dirs, files in os.walk(lib):
+def readable(tree: Path) -> None:
+    """Let anyone read `tree` (the worker's user reads its `lib/` and the grader's modules)."""
+    for folder, _dirs, files in os.walk(tree):
         os.chmod(folder, 0o755)
         for name in files:
             path = os.path.join(folder, name)
             if not os.path.islink(path):
                 os.chmod(path, 0o644)
+
+
+def hand_over(root: Path, lib: Path, work: Path, user: tuple[int, int]) -> None:
+    """Let the worker's user through `root`, read `lib` and own `work`: nothing more."""
+    uid, gid = user
+    os.chmod(root, 0o711)
+    readable(lib)
     for folder, dirs, files in os.walk(work):
         os.lchown(folder, uid, gid)
         for name in [*dirs, *files]:
@@ -153,6 +158,9 @@ class SandboxEngine:
         self.filtered = True
         #: case id -> the time it may take at least, from PyTorch's (see pipeline.yardstick)
         self.yardstick: dict[str, float] = {}
+        #: the run's one copy of the grader's worker modules, bound into each wrapped worker
+        #: (None: each worker's lib/ holds its own copy)
+        self.grader: Path | None = None
 
     def run_all(
         self,
@@ -170,10 +178,18 @@ class SandboxEngine:
         for case in sorted(cases, key=lambda c: SUITE_ORDER.index(c.suite)):
             groups.setdefault((case.assignment, case.suite), []).append(case)
         with scratch.run_directory() as tmp, confine.undumpable():
+            self.grader = None
+            if self.isolation == "bubblewrap" and groups:  # one copy, bound read-only into each
+                self.grader = tmp / "grader"
+                copy_grader(self.grader)
+                if self.user is not None:
+                    readable(self.grader)
             for (assignment, suite), group in groups.items():
                 root = tmp / f"{suite}-{assignment}"
                 root.mkdir()
-                lib, work = build(root, self.directory, self.suites_dir, suite, assignment)
+                lib, work = build(
+                    root, self.directory, self.suites_dir, suite, assignment, grader=self.grader is None
+                )
                 if self.user is not None:
                     hand_over(tmp, lib, work, self.user)
                     os.chmod(root, 0o711)
@@ -221,7 +237,9 @@ class SandboxEngine:
                 confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
             )
             switch = self.user is not None
-            worker = WorkerProcess(lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch)
+            worker = WorkerProcess(
+                lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch, grader=self.grader
+            )
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:

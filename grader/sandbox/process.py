@@ -140,10 +140,12 @@ class WorkerProcess:
         preexec: Callable[[], None] | None = None,
         wrapped: bool = False,
         switch_user: bool = False,
+        grader: Path | None = None,
     ) -> None:
         """`wrapped`: start the worker inside bubblewrap (see `bwrap`); else `preexec` (if
         any) confines it between fork and exec. `switch_user`: the job names a user the
-        worker becomes (the grader is root)."""
+        worker becomes (the grader is root). `grader` (wrapped only): the copy of the
+        grader's modules bound as `lib/grader`."""
         self.limits = limits
         self.wrapped = wrapped
         #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
@@ -157,7 +159,7 @@ class WorkerProcess:
         env = clean_env(work)
         if wrapped:
             inside = {**env, "TMPDIR": "/tmp"}  # the sandbox's own tmpfs
-            command = [*bwrap.argv(lib, work, inside, switch_user), bwrap.interpreter(), *command[1:]]
+            command = [*bwrap.argv(lib, work, inside, switch_user, grader), bwrap.interpreter(), *command[1:]]
         try:
             self.proc = subprocess.Popen(
                 command,

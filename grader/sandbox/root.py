@@ -121,16 +121,30 @@ def _copy_tree(src: Path, dest: Path, copy=shutil.copyfile) -> None:
                 copy(path, target / name)
 
 
-def build(root: Path, submission: Path, suites_dir: Path, suite: str, assignment: str) -> tuple[Path, Path]:
-    """Create `root/lib` and `root/work` for running one suite of one assignment."""
+def copy_grader(dest: Path) -> None:
+    """The grader's modules a worker gets (`worker_modules`), with their bytecode, as the
+    package directory `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in worker_modules():
+        _copy_trusted(path, dest / path.relative_to(GRADER))
+
+
+def build(
+    root: Path, submission: Path, suites_dir: Path, suite: str, assignment: str, grader: bool = True
+) -> tuple[Path, Path]:
+    """Create `root/lib` and `root/work` for running one suite of one assignment. Without
+    `grader`, `lib/grader` is left empty: a copy shared by the run's workers is bound there
+    read-only (bubblewrap: see `grader.sandbox.bwrap.argv`)."""
     lib, work = root / "lib", root / "work"
     suite_src = suites_dir / suite / assignment
     suite_dest = lib / "suites" / suite / assignment
     suite_dest.mkdir(parents=True)
     if suite_src.is_dir():
         _copy_tree(suite_src, suite_dest, _copy_trusted)
-    for path in worker_modules():
-        _copy_trusted(path, lib / "grader" / path.relative_to(GRADER))
+    if grader:
+        copy_grader(lib / "grader")
+    else:
+        (lib / "grader").mkdir()
     for name in SHIPPED_MODULES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin and spec.origin.endswith(".py"):
