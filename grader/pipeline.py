@@ -152,16 +152,17 @@ class SandboxRunner:
 def used_by(oracle: Oracle) -> Callable[[Case], set[str]]:
     """The rules a case runs, by its run on PyTorch (the oracle must have it at hand): the
     ops it needs and those its graph exercises, an MLP's among them, if it calls backward()
-    (its run has an output); none if not, since only backward() runs rules. A rule that hung
-    on the probe gives the cases that run it a short CPU budget (`grader.case.limits`), and a
-    case that builds an MLP without a backward() keeps its full time."""
+    (its run has an output) or runs a rule alone (needle's `op_gradient`: a step
+    `<Op>.gradient`); none if not, since only those run rules. A rule that hung on the probe
+    gives the cases that run it a short CPU budget (`grader.case.limits`), and a case that
+    builds an MLP without a backward() keeps its full time."""
 
     def used(case: Case) -> set[str]:
         try:
             expected = oracle.expected(case)
         except NeedsTorch:  # no expected run (a changed test without torch): not graded
             return set(case.needs)
-        if not expected.outputs:
+        if not expected.outputs and not any(step.op.endswith(".gradient") for step in expected.steps):
             return set()
         return oracle.needs(case) | set(case_ops(expected, case.assignment))
 

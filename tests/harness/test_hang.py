@@ -349,3 +349,27 @@ def test_a_mutant_whose_rule_never_returns_gets_the_short_budget_where_grading_g
     assert message == ("end",), message
     assert all(allowed[i] <= 20 * time_limits.SUSPECT_MAX for i in uses_relu), allowed
     assert all(allowed[i] == 30.0 for i in others), allowed
+
+
+#: Tanh's rule in needle's reference
+TANH_RULE = "        return out_grad * (1 - node**2)\n"
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["in process", "sandboxed"])
+def test_a_needle_rule_that_never_returns_fails_only_the_cases_that_use_its_op(tmp_path, oracle, sandbox):
+    """Tanh.gradient never returns. The cases whose graphs hold a Tanh (PyTorch's run says)
+    time out, within the short CPU budget the probe of each op's rule gives them, saying
+    Tanh; every other case keeps the reference's verdict."""
+    shutil.copytree(REPO / "reference" / "needle", tmp_path / "needle")
+    ops = tmp_path / "needle" / "ops.py"
+    assert ops.read_text().count(TANH_RULE) == 1
+    ops.write_text(ops.read_text().replace(TANH_RULE, "        while True:\n            pass\n"))
+    report = grade(tmp_path, "public", ["needle"], oracle=oracle, sandbox=sandbox)
+    failed = [r for r in report.results if not r.passed]
+    uses_tanh = {r.id for r in report.results if "Tanh" in r.ops}
+    assert failed and {r.id for r in failed} <= uses_tanh
+    assert all(r.status == "timed out" for r in failed), [r.message for r in failed]
+    short = [r for r in failed if "through Tanh did not return on the grader's tiny probe" in r.message]
+    assert short if sandbox else short == failed, [r.message for r in failed]
+    forward = [r for r in report.results if "Tanh" in r.ops and r.topic == "forward"]
+    assert forward and all(r.passed for r in forward)
