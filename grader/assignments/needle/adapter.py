@@ -3,8 +3,9 @@ numbers, so it can run in a worker process that has nothing else."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,21 +209,32 @@ class NeedleBackend(TensorBackend):
             return True
         if attribute is not None and getattr(self.Tensor, attribute, None) is None:
             return True
-        previous = getattr(self.autograd, "LAZY_MODE", None)
         try:
-            if previous is not None:
-                self.autograd.LAZY_MODE = False
-            a = self.Tensor(np.array([[0.5, 1.5], [1.0, 2.0]]), dtype="float64")
-            b = self.Tensor(np.array([[1.5, 0.5], [2.0, 1.0]]), dtype="float64")
-            PROBES[op_class](self.opsmod, a, b)
+            with self._two_leaves() as (a, b):
+                PROBES[op_class](self.opsmod, a, b)
         except NotImplementedError:
             return True
         except Exception:  # it exists and fails otherwise: its cases say how
             return False
+        return False
+
+    @contextlib.contextmanager
+    def _two_leaves(self) -> Iterator[tuple[Any, Any]]:
+        """Two 2x2 leaves of positive numbers for a probe's op, in eager mode (the op's value
+        at once, whatever mode the case left), NumPy quiet: a wrong rule may divide by zero
+        on the probe's own inputs, which is not the student's warning."""
+        previous = getattr(self.autograd, "LAZY_MODE", None)
+        try:
+            if previous is not None:
+                self.autograd.LAZY_MODE = False
+            with np.errstate(all="ignore"):
+                yield (
+                    self.Tensor(np.array([[0.5, 1.5], [1.0, 2.0]]), dtype="float64"),
+                    self.Tensor(np.array([[1.5, 0.5], [2.0, 1.0]]), dtype="float64"),
+                )
         finally:
             if previous is not None:
                 self.autograd.LAZY_MODE = previous
-        return False
 
     def rule_probes(self) -> dict[str, Callable[[], object]]:
         """Each op's gradient rule run alone on the tiny input of PROBES, by op class: the
@@ -230,21 +242,11 @@ class NeedleBackend(TensorBackend):
         return {op_class: functools.partial(self._run_rule, op_class) for op_class in PROBES}
 
     def _run_rule(self, op_class: str) -> object:
-        """`op.gradient_as_tuple(out_grad, out)` of one op applied to two 2x2 leaves (eager).
-        A wrong rule may divide by zero there: the probe's own inputs, so NumPy says nothing."""
-        previous = getattr(self.autograd, "LAZY_MODE", None)
-        try:
-            if previous is not None:
-                self.autograd.LAZY_MODE = False
-            a = self.Tensor(np.array([[0.5, 1.5], [1.0, 2.0]]), dtype="float64")
-            b = self.Tensor(np.array([[1.5, 0.5], [2.0, 1.0]]), dtype="float64")
-            with np.errstate(all="ignore"):
-                out = PROBES[op_class](self.opsmod, a, b)
-                out_grad = self.Tensor(np.ones(_data(out).shape), dtype="float64")
-                return out.op.gradient_as_tuple(out_grad, out)
-        finally:
-            if previous is not None:
-                self.autograd.LAZY_MODE = previous
+        """`op.gradient_as_tuple(out_grad, out)` of one op applied to the two probe leaves."""
+        with self._two_leaves() as (a, b):
+            out = PROBES[op_class](self.opsmod, a, b)
+            out_grad = self.Tensor(np.ones(_data(out).shape), dtype="float64")
+            return out.op.gradient_as_tuple(out_grad, out)
 
     # ---- leaves, backward, gradients ----
 
@@ -359,6 +361,18 @@ class NeedleBackend(TensorBackend):
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
         return tape
 
+    def _on_fresh_leaves(self, step: Any) -> tuple[Any, list[Any]]:
+        """The step's op applied anew, to fresh leaves that hold its inputs' data and require
+        gradients (its constants as they were): the op's output, and the leaves."""
+        leaves, args = [], []
+        for ref in step.inputs:
+            if isinstance(ref, NodeRef):
+                leaves.append(self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True))
+                args.append(leaves[-1])
+            else:
+                args.append(ref)
+        return self.ops[step.op](*args, **step.kwargs), leaves
+
     def _differentiates_a_gradient(self) -> bool:
         return any(step.op == "grad" for step in self.tape.steps)
 
@@ -371,14 +385,7 @@ class NeedleBackend(TensorBackend):
         if step.op == "detach" or step.op in COMPOUND_OPS:
             return None
         try:
-            leaves, args = [], []
-            for ref in step.inputs:
-                if isinstance(ref, NodeRef):
-                    leaves.append(self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True))
-                    args.append(leaves[-1])
-                else:
-                    args.append(ref)
-            out = self.ops[step.op](*args, **step.kwargs)
+            out, leaves = self._on_fresh_leaves(step)
             if out.op is None or {id(x) for x in out.inputs} - {id(x) for x in leaves}:
                 return None
             given = self.Tensor(np.ones_like(_data(out)), requires_grad=True)
@@ -408,14 +415,7 @@ class NeedleBackend(TensorBackend):
                 grad = _data(raw.grad)
             if grad is None:
                 return None
-            leaves, args = [], []
-            for ref in step.inputs:
-                if isinstance(ref, NodeRef):
-                    leaves.append(self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True))
-                    args.append(leaves[-1])
-                else:
-                    args.append(ref)
-            out = self.ops[step.op](*args, **step.kwargs)
+            out, leaves = self._on_fresh_leaves(step)
             grads = self._local_grads(out, leaves, np.asarray(grad))
         except GradientTypeError:
             raise
