@@ -79,8 +79,9 @@ def _prepare_oracle_cache() -> Path:
 
 @pytest.fixture(scope="session")
 def oracle_cache() -> Path:
-    """The run's oracle cache folder, holding PyTorch's run of every case of the suites."""
-    return _prepare_oracle_cache()
+    """The run's oracle cache folder, holding PyTorch's run of every case of the suites
+    (made at collection, `pytest_collection_modifyitems`)."""
+    return Path(os.environ[CACHE_ENV])
 
 
 @pytest.fixture(scope="session")
