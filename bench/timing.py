@@ -88,7 +88,7 @@ import gc, json, sys, time
 from grader import assignments
 from grader.case.define import collect
 from grader.case.run import run_case
-from grader.case.worker import keep_garbage
+from grader.case.limits import keep_garbage
 from grader.pipeline import REPO
 name = sys.argv[1]
 cases = collect(REPO / "tests", [name], ["public", "hidden"])

@@ -181,24 +181,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def _keep_hypothesis_out_of_the_submission() -> None:
     """The random-program searches keep no example database, but hypothesis would still
     write a `.hypothesis/` folder into the current directory (the student's): its files go
-    beside the oracle cache instead, unless HYPOTHESIS_STORAGE_DIRECTORY says where."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return
-    try:
-        from hypothesis.configuration import set_hypothesis_home_dir
-    except ImportError:
-        return
-    set_hypothesis_home_dir(default_cache_dir().parent / "hypothesis")
+    beside the oracle cache instead, unless HYPOTHESIS_STORAGE_DIRECTORY says where. Said
+    through that variable, which hypothesis reads when it first writes: hypothesis itself is
+    imported only when a search runs."""
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(default_cache_dir().parent / "hypothesis"))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """A failing random-program search shows the shrunk program; hypothesis's offer of a
-    patch that pins a `random.Random` as an explicit example would only confuse. A search
-    that passed but could not check some of its programs (beyond those the release shipped,
-    without torch) is skipped, saying so: never failed, never taken for a pass."""
-    if call.when == "teardown" and getattr(getattr(item, "function", None), "__grader_search__", False):
-        item.__dict__.pop("_hypothesis_failing_examples", None)
+    """A search that passed but could not check some of its programs (beyond those the
+    release shipped, without torch) is skipped, saying so: never failed, never taken for a pass."""
     report = yield
     unchecked = item.stash.get(_UNCHECKED, 0)
     if call.when == "call" and report.passed and unchecked:
@@ -316,7 +308,8 @@ class _State:
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
         if self.submission is None:
             directory = self.directory
-            self.submission = Submission(directory, self.refused)
+            # pytest ends after its run: a deep case's graph is left in memory, not collected
+            self.submission = Submission(directory, self.refused, ends_after_run=True)
         return self.submission.engine(assignment)
 
     def expected(self, case: Case) -> Run:

@@ -92,6 +92,21 @@ class Backend:
         self.after_op(node)
         return node
 
+    def repeat(self, node: Node, op: str, arg: Any, times: int) -> Node:
+        """`node op arg`, then `op arg` again on the result, `times` times in all: the chain
+        `(((x ** 1) ** 1) ...) ** 1` of a deep case. With a tape every op is recorded. Without
+        one, only the first goes through `apply` (which finds a missing op); the others run on
+        the engine's own objects, so a 10**5-op chain costs what the engine's ops cost."""
+        node = self.apply(op, node, arg)
+        if self.tape.enabled:
+            for _ in range(times - 1):
+                node = self.apply(op, node, arg)
+            return node
+        fn, raw, arg = self.ops[op], node.raw, self.unwrap(arg)
+        for _ in range(times - 1):
+            raw = fn(raw, arg)
+        return Node(raw, self)
+
     def after_op(self, node: Node) -> None:
         """Hook: torch keeps interior gradients so they can be compared."""
 

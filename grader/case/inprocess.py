@@ -13,15 +13,16 @@ alone), so a rule that never returns fails only the cases that call it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from grader import assignments
 from grader.case import hang
 from grader.case.define import Case
-from grader.case.limits import SHORT_TIMEOUT, TimePolicy, probe, settle_garbage
+from grader.case.limits import SHORT_TIMEOUT, TimePolicy, keep_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 
@@ -36,6 +37,7 @@ class InProcessEngine:
         modules: Mapping[str, Any],
         roots: list[Path],
         policy: TimePolicy | None = None,
+        ends_after_run: bool = False,
     ) -> None:
         self.assignment = assignments.get(assignment)
         self.modules = modules
@@ -43,14 +45,18 @@ class InProcessEngine:
         self.roots = roots
         #: how long each case may run; shared by the engines of one submission
         self.policy = policy or TimePolicy()
-        #: the backend the last case ran on, kept for `read_tape`
-        self._lib: Any = None
+        #: the process ends after its suite (a student's pytest): a deep case's graph is left
+        #: frozen in memory, as the sandbox's worker leaves it (`limits.keep_garbage`), where
+        #: a process that goes on (a notebook's kernel, the mutant checks) collects it
+        self.ends_after_run = ends_after_run
 
     @classmethod
-    def load(cls, directory: Path, assignment: str, policy: TimePolicy | None = None) -> InProcessEngine:
+    def load(
+        cls, directory: Path, assignment: str, policy: TimePolicy | None = None, ends_after_run: bool = False
+    ) -> InProcessEngine:
         """The engine of a submission's directory (`SubmissionError` if its package does not import)."""
         modules = assignments.get(assignment).load(directory)
-        return cls(assignment, modules, [Path(directory).resolve()], policy)
+        return cls(assignment, modules, [Path(directory).resolve()], policy, ends_after_run)
 
     @property
     def name(self) -> str:
@@ -87,20 +93,32 @@ class InProcessEngine:
         it `needs` (PyTorch's run says which: a short budget if one's rule hung on the probe).
         `tape`: read the tape after the case (or a function of the run that says whether to)."""
         self.probe()
-        needs = list(needs)
+        with self._deep_garbage(case):
+            return self._run(case, yardstick, list(needs), seconds, tape)
+
+    def _run(
+        self,
+        case: Case,
+        yardstick: float,
+        needs: list[str],
+        seconds: float | None,
+        tape: bool | Callable[[Run], bool],
+    ) -> Run:
+        """`run`, holding the case's backend (and so its graph) until it returns."""
         budget = self.policy.cpu(self.name, yardstick, needs)
         wall = self.policy.seconds(self.name, yardstick, seconds, needs)
         limit = hang.cpu_budget(budget, wall=wall) if budget else hang.wall_limit(wall)
         if budget:
             settle_garbage()  # as the worker does: not charged for freeing an earlier case's graph
         buffer = Bounded()
-        self._lib = None
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(self.modules):
+        lib = None
+        quiet = contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer)
+        with quiet[0], quiet[1], running(self.modules):
             started = time.perf_counter()
             try:
                 with limit:
-                    self._lib = self.assignment.engine(self.modules, trace=case.trace)
-                    run = run_case(case, self._lib, self.roots, tape=False)
+                    lib = self.assignment.engine(self.modules, trace=case.trace)
+                    run = run_case(case, lib, self.roots, tape=False)
             except hang.CaseTimedOut as exc:
                 fault = self.policy.out_of_budget(budget or 0.0, self._where(exc), self.name, needs)
                 run = Run(fault=fault)
@@ -110,20 +128,36 @@ class InProcessEngine:
         run.output = buffer.getvalue()
         ran = run.fault is None and run.failure is None and not run.missing
         if ran and (tape(run) if callable(tape) else tape):
-            run.tape = self.read_tape(wall)
+            run.tape = self.read_tape(lib, wall)
         return run
 
-    def read_tape(self, seconds: float) -> list[dict[str, Any]]:
-        """The tape of the case just run, read as the sandbox's worker reads it: its reading
+    @contextlib.contextmanager
+    def _deep_garbage(self, case: Case) -> Iterator[None]:
+        """A deep case (no tape) runs with the collector off, as in the sandbox's worker. Its
+        graph, garbage once the case is read, is then left frozen (`ends_after_run`) or, in a
+        process that goes on, collected at once: never inside a later case's time limit."""
+        if case.trace:
+            yield
+            return
+        gc.disable()
+        try:
+            yield
+        finally:
+            if self.ends_after_run:
+                keep_garbage()
+            else:
+                gc.enable()
+                gc.collect()
+
+    def read_tape(self, lib: Any, seconds: float) -> list[dict[str, Any]]:
+        """The tape of the case `lib` just ran, read as the sandbox's worker reads it: its reading
         may run the submission's code (each rule probed alone), so it prints nowhere and gets
         the case's time limit; a tape that cannot be read is empty (the diagnosis says less)."""
-        if self._lib is None:
-            return []
         quiet = contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded())
         with quiet[0], quiet[1], running(self.modules):
             try:
                 with hang.wall_limit(seconds):
-                    return self._lib.read_tape()
+                    return lib.read_tape()
             except (Exception, hang.WallTimeout):
                 return []
 
@@ -135,10 +169,11 @@ class Submission:
     """The in-process engines of one submission's directory: one per assignment, loaded when
     first asked for, sharing one time policy (as the sandbox's workers of one submission do)."""
 
-    def __init__(self, directory: Path, refused: str | None = None) -> None:
+    def __init__(self, directory: Path, refused: str | None = None, ends_after_run: bool = False) -> None:
         self.directory = Path(directory)
         #: why the submission cannot be read at all (a hostile zip): every engine is this error
         self.refused = refused
+        self.ends_after_run = ends_after_run
         self.policy = TimePolicy()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
 
@@ -148,7 +183,9 @@ class Submission:
             try:
                 if self.refused:
                     raise SubmissionError(self.refused)
-                self.engines[assignment] = InProcessEngine.load(self.directory, assignment, self.policy)
+                self.engines[assignment] = InProcessEngine.load(
+                    self.directory, assignment, self.policy, self.ends_after_run
+                )
             except SubmissionError as exc:
                 self.engines[assignment] = exc
         return self.engines[assignment]

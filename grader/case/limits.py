@@ -99,6 +99,19 @@ def settle_garbage() -> None:
         gc.collect()
 
 
+def keep_garbage() -> None:
+    """After a case that built a huge graph (a deep chain: its tape is off): never scan it.
+
+    Every micrograd Value is a reference cycle, so only the cyclic collector frees a graph,
+    and collecting a 10**5-op chain costs more than building it took. A process that ends
+    after its suite (the sandbox's worker, a student's pytest) leaves the graph in memory
+    instead, frozen: the collector skips it; its memory was needed during the case anyway,
+    and a suite has only a few such cases. The collector was off during the case (a case that
+    pauses it would otherwise collect as it resumes it); it is on again now."""
+    gc.freeze()
+    gc.enable()
+
+
 def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> tuple[bool, list[str]]:
     """Did backward() fail to return, within `seconds` of CPU (and `wall` seconds, in process),
     on the smallest graph with a node used twice? And the ops whose rules, each run alone on

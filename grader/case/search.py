@@ -13,6 +13,7 @@ is seen again on the next run.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import sys
 from collections.abc import Callable
@@ -43,12 +44,9 @@ def search(
     programs of `generate`, each checked as `make_case(program)`; a failing one is shrunk
     and its code, `show(program)`, ends the failure message. Outside pytest (the grader
     collecting its cases, the sandbox) or without hypothesis, the test is dropped: nothing
-    runs it there, and importing hypothesis would cost more than a whole grading."""
-    if "pytest" not in sys.modules:
-        return lambda test: None
-    try:
-        from hypothesis import HealthCheck, Phase, given, settings
-    except ImportError:
+    runs it there. Hypothesis is imported when the search runs, not when its file is
+    collected: a run that selects other tests (`pytest -k mul`) never pays for it."""
+    if "pytest" not in sys.modules or importlib.util.find_spec("hypothesis") is None:
         return lambda test: None
     import pytest
 
@@ -60,18 +58,23 @@ def search(
                 message = f"{failed.msg}\n\nthe program:\n{show(program)}"
                 raise pytest.fail.Exception(message, pytrace=False) from None
 
-        with_program.__name__, with_program.__doc__ = test.__name__, test.__doc__
-        with_program.__module__ = test.__module__
-        searching = settings(
-            max_examples=max_examples,
-            derandomize=True,
-            database=None,
-            deadline=None,
-            print_blob=False,
-            phases=[Phase.explicit, Phase.generate, Phase.shrink],
-            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        )(given(program=strategy(generate))(with_program))
-        searching.__grader_search__ = True  # the pytest plugin keeps hypothesis from writing patches
+        def searching(graded_case) -> None:
+            from hypothesis import HealthCheck, Phase, given, settings
+
+            run = settings(
+                max_examples=max_examples,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                print_blob=False,
+                phases=[Phase.explicit, Phase.generate, Phase.shrink],
+                suppress_health_check=[HealthCheck.too_slow],
+            )(given(program=strategy(generate))(with_program))
+            run(graded_case)
+
+        searching.__name__, searching.__doc__ = test.__name__, test.__doc__
+        searching.__module__ = test.__module__
+        searching.__grader_search__ = True  # the pytest plugin tells a search from a graded case
         return searching
 
     return decorate

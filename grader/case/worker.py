@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 from grader import assignments
 from grader.case import hang, seccomp, threads
 from grader.case.define import collect
-from grader.case.limits import probe, settle_garbage
+from grader.case.limits import keep_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
@@ -92,19 +92,6 @@ class Channel:
         if not byte:
             os._exit(0)
         return byte
-
-
-def keep_garbage() -> None:
-    """After a case that built a huge graph (a deep chain: its tape is off): never scan it.
-
-    Every micrograd Value is a reference cycle, so only the cyclic collector frees a graph,
-    and collecting a 10**5-op chain costs a third of a second, more than building it took.
-    The worker lives for one suite and exits without cleaning up, so the graph is left in
-    memory (frozen: the collector skips it) instead; its memory was needed during the case
-    anyway, and the suite has only a few such cases. The collector was off during the case
-    (a case that pauses it would otherwise collect as it resumes it); it is on again now."""
-    gc.freeze()
-    gc.enable()
 
 
 def main(argv: list[str]) -> None:

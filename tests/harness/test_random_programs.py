@@ -8,10 +8,14 @@ A change of the generator or of the number of programs that loses one fails here
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from grader.case.define import collect
-from grader.pipeline import SUITES_DIR, run_in_process, score
+from grader.pipeline import REPO, SUITES_DIR, run_in_process, score
 from tests.harness.bugs import materialize
 from tests.harness.bugs.micrograd import BY_NAME as MICROGRAD
 from tests.harness.bugs.needle import BUGS as NEEDLE_BUGS
@@ -55,3 +59,24 @@ def test_random_programs_catch(assignment, name, oracle, tmp_path):
     caught = {r.suite for r in results if not r.passed}
     for suite in CAUGHT[assignment, name]:
         assert suite in caught, f"{name} is no longer caught by the {suite} random programs"
+
+
+def test_a_failing_search_ends_with_its_program_shrunk(tmp_path):
+    """The ungraded search on a wrong mul rule: it fails, naming the rule, and ends with the
+    program shrunk to the one mul that shows the slip, as micrograd code to paste."""
+    sub = materialize(MICROGRAD["mul-assigns"], tmp_path / "sub")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", f"--impl={sub}"]
+        + ["tests/public/micrograd/test_random.py", "-k", "search"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    failure = done.stdout.split("test_hypothesis_search ___", 1)[1].split("short test summary", 1)[0]
+    assert failure.lstrip("_ \n").startswith("wrong gradient from mul"), failure
+    program = failure.split("the program:\n", 1)[1].splitlines()[:-1]  # up to pytest's rule
+    assert program[0].startswith("x0 = Value(") and program[-1] == "out.backward()", program
+    assert len(program) <= 4, program  # shrunk: a program drawn has up to 3 leaves and 8 ops
