@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,13 @@ def search(
                 raise pytest.fail.Exception(message, pytrace=False) from None
 
         def searching(graded_case) -> None:
-            from hypothesis import HealthCheck, Phase, given, settings
+            with warnings.catch_warnings():
+                # Loading hypothesis registers the PRNGs of packages that ask (trio's), each
+                # checked with gc.get_referrers, which does not see frozen objects: after a
+                # deep case's graph was frozen (`limits.keep_garbage`) a PRNG held by a module
+                # would look unreferenced, and hypothesis would warn about it.
+                warnings.filterwarnings("ignore", "It looks like `register_random` was passed")
+                from hypothesis import HealthCheck, Phase, given, settings
 
             run = settings(
                 max_examples=max_examples,
