@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from grader.case import hang
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, Tape
 
@@ -41,6 +42,9 @@ class MissingOp(Exception):
         self.needs = needs
 
 
+T = TypeVar("T")
+
+
 class Backend:
     """Base of every `lib`: subclasses fill `ops` and the value/grad readers."""
 
@@ -52,6 +56,9 @@ class Backend:
     vocabulary: tuple[str, ...] = ()
     #: does what an op needs depend on its operands (needle: `a * 2` is MulScalar)?
     needs_depend_on_arguments = False
+    #: CPU seconds each gradient rule that reading the tape runs alone may take: set by the
+    #: engines before they read a submission's tape (`grader.case.limits.PROBE_CPU`)
+    probe_cpu: float | None = None
 
     def __init__(self, trace: bool = True) -> None:
         self.tape = Tape(enabled=trace)
@@ -61,6 +68,8 @@ class Backend:
         #: what the case needed so far (see `needs_of`), recorded even without a tape
         self.used: set[str] = set()
         self.plain_ops: set[str] = set()
+        #: the ops whose rule, run alone while the tape was read, did not return
+        self.hung_probes: set[str] = set()
 
     # ---- building expressions ----
 
@@ -126,6 +135,21 @@ class Backend:
         its probe (`grader.case.limits`) to learn which rules never return. None here; an
         assignment's backend may say how."""
         return {}
+
+    def probed_alone(self, op: str, probe: Callable[..., T], *args: Any) -> T | None:
+        """`probe(*args)`, a rule of `op` run alone while the tape is read, within `probe_cpu`. A
+        rule that never returns on a node's own inputs (though it returned on the tiny probe
+        before the cases) costs that budget once, not the case's time limit; its op's later
+        probes are not run. Either way the entry reads as unknown (None), as a probe that
+        failed does, and the diagnosis says less about that op."""
+        if op in self.hung_probes:
+            return None
+        try:
+            with hang.cpu_budget(self.probe_cpu):
+                return probe(*args)
+        except hang.CaseTimedOut:
+            self.hung_probes.add(op)
+            return None
 
     def needs(self) -> list[str]:
         """Everything the case needed, sorted: the oracle's answer says what a scope must allow."""

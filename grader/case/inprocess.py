@@ -22,7 +22,7 @@ from typing import Any
 from grader import assignments
 from grader.case import hang
 from grader.case.define import Case
-from grader.case.limits import SHORT_TIMEOUT, TimePolicy, keep_garbage, probe, settle_garbage
+from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, TimePolicy, keep_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 
@@ -152,7 +152,9 @@ class InProcessEngine:
     def read_tape(self, lib: Any, seconds: float) -> list[dict[str, Any]]:
         """The tape of the case `lib` just ran, read as the sandbox's worker reads it: its reading
         may run the submission's code (each rule probed alone), so it prints nowhere and gets
-        the case's time limit; a tape that cannot be read is empty (the diagnosis says less)."""
+        the case's time limit, each rule PROBE_CPU of it; a tape that cannot be read is empty
+        (the diagnosis says less)."""
+        lib.probe_cpu = PROBE_CPU
         quiet = contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded())
         with quiet[0], quiet[1], running(self.modules):
             try:

@@ -18,7 +18,10 @@ that says where it was stuck) are in `grader.case.hang`; this module decides the
   with PROBE_CPU seconds of CPU each (and backward() through the tiniest MLP, whose neurons
   apply rules the cases do not name). A case that uses an op whose rule did not return gets
   the short CPU budget: a rule that never returns fails the cases that call it in a moment,
-  and the others, which never run it, keep their verdicts and their full time.
+  and the others, which never run it, keep their verdicts and their full time. The
+  diagnosis of a wrong case runs rules alone too, on the case's own nodes: each of those
+  gets PROBE_CPU as well, so a rule that never returns there costs that once, not the case's
+  time limit (`Backend.probed_alone`).
 - **The cut-off.** Once cases have hung REPEATS times in one function, each later case
   gets at most SHORT_TIMEOUT: a backward() that hangs only on some graphs costs about a
   second per case, not a timeout.

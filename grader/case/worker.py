@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 from grader import assignments
 from grader.case import hang, seccomp, threads
 from grader.case.define import collect
-from grader.case.limits import keep_garbage, probe, settle_garbage
+from grader.case.limits import PROBE_CPU, keep_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
@@ -163,8 +163,10 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
 
 def read_tape(lib: Any, modules: Any, seconds: float) -> list[dict[str, Any]]:
     """The tape of the case `lib` just ran, read as the case's own end would have read it:
-    its reading may run the submission's code (a property), so it prints nowhere and gets
-    the case's timeout; a tape that cannot be read is empty (the diagnosis says less)."""
+    its reading may run the submission's code (each rule probed alone), so it prints nowhere
+    and gets the case's timeout, each rule PROBE_CPU of it; a tape that cannot be read is
+    empty (the diagnosis says less)."""
+    lib.probe_cpu = PROBE_CPU
     hang.arm(seconds)
     with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
         try:

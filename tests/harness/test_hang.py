@@ -23,9 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignments.micrograd import backend as micrograd_backend
 from grader.case import hang
 from grader.case import limits as time_limits
 from grader.case.define import collect
+from grader.case.inprocess import InProcessEngine
 from grader.classgrade.engine import GRACE, LocalBackend, grade_class
 from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.layout import discover
@@ -373,3 +375,47 @@ def test_a_needle_rule_that_never_returns_fails_only_the_cases_that_use_its_op(t
     assert short if sandbox else short == failed, [r.message for r in failed]
     forward = [r for r in report.results if "Tanh" in r.ops and r.topic == "forward"]
     assert forward and all(r.passed for r in forward)
+
+
+MUL_RULE = "            self.grad += other.data * out.grad\n"
+#: mul's rule a little wrong, and never returning where only the diagnosis runs it: alone, on
+#: leaves whose gradients start at PROBE_SEED, with PROBE_GRAD as out.grad
+SEED, GRAD = micrograd_backend.PROBE_SEED, micrograd_backend.PROBE_GRAD
+MUL_LOOPS_ALONE = (
+    f"            while self.grad == {SEED} and out.grad == {GRAD}:\n"
+    "                pass\n"
+    "            self.grad += 1.01 * other.data * out.grad\n"
+)
+
+
+def test_a_rule_that_never_returns_on_the_diagnosis_probe_costs_the_probe_budget(tmp_path, oracle):
+    """mul's rule is wrong, and never returns when the diagnosis runs it alone (its inputs'
+    gradients start non-zero there, never in backward()). The failing case still ran, and its
+    tape is read within the probe's CPU budget for each rule, not the case's minute: every
+    other node keeps its entry, and mul's rule reads as unknown."""
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
+    path = tmp_path / "micrograd" / "engine.py"
+    text = path.read_text()
+    assert text.count(MUL_RULE) == 1
+    path.write_text(text.replace(MUL_RULE, MUL_LOOPS_ALONE))
+    (case,) = [c for c in collect(SUITES_DIR, ["micrograd"], ("public",)) if c.id.endswith("::sanity_check")]
+    engine = InProcessEngine.load(tmp_path, "micrograd")
+    run = engine.run(case, seconds=60.0, tape=True)
+    assert run.fault is None and run.failure is None, run
+    assert run.results["x.grad"] != oracle.expected(case).results["x.grad"]  # wrong: its tape is read
+    assert len(run.tape) == len(run.steps)  # read, not given up at the case's limit
+    rules = [(step.op, entry.get("rule")) for step, entry in zip(run.steps, run.tape, strict=True)]
+    assert [rule for op, rule in rules if op == "mul"] == [None, None, None]
+    assert all(rule is not None for op, rule in rules if op in ("add", "relu")), rules
+
+
+def test_a_rule_that_never_returns_on_the_diagnosis_probe_times_no_case_out_in_the_sandbox(tmp_path, oracle):
+    """The same engine graded in the sandbox: the cases that apply mul (sub, neg and division
+    are built from it) fail on their gradients, none timed out while its tape was read."""
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
+    path = tmp_path / "micrograd" / "engine.py"
+    path.write_text(path.read_text().replace(MUL_RULE, MUL_LOOPS_ALONE))
+    report = grade(tmp_path, "public", ["micrograd"], oracle=oracle, sandbox=True)
+    failed = [r for r in report.results if not r.passed]
+    assert failed
+    assert not [r for r in failed if r.status == "timed out"], [r.message for r in failed][:3]

@@ -193,10 +193,10 @@ class ScalarBackend(Backend):
             for i in ops:
                 step = self.tape.steps[i]
                 args = self._probe_args(step)
-                tape[i]["rule"] = self.probe(step.op, args, step.kwargs)
+                tape[i]["rule"] = self.probed_alone(step.op, self.probe, step.op, args, step.kwargs)
                 parts = _parts(step.op, args)
                 if parts:
-                    rows = [self.probe(op, part_args) for op, part_args in parts]
+                    rows = [self.probed_alone(op, self.probe, op, a) for op, a in parts]
                     if all(r is not None and len(r.data) <= 2 for r in rows):
                         flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
                         tape[i]["parts"] = Quantity(flat, (len(rows), 2))
@@ -215,7 +215,10 @@ class ScalarBackend(Backend):
         does not see inside the MLP, so this is how a wrong gradient that comes out of it is
         laid at the engine's rule rather than at the MLP's own code."""
         w, x, b = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3)
-        rows = [self.probe("mul", [w, x]), self.probe("add", [w, b]), self.probe("relu", [x])]
+        rows = [
+            self.probed_alone(op, self.probe, op, args)
+            for op, args in (("mul", [w, x]), ("add", [w, b]), ("relu", [x]))
+        ]
         if any(r is None for r in rows):
             return None
         flat = tuple(v for r in rows for v in (*r.data, 0.0, 0.0)[:2])

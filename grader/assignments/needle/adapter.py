@@ -355,9 +355,9 @@ class NeedleBackend(TensorBackend):
             if step.op in ("leaf", "parameter"):
                 entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
             elif step.op in self.ops:
-                entry["rule"] = self._probe(i)
+                entry["rule"] = self.probed_alone(step.op, self._probe, i)
                 if self._differentiates_a_gradient():
-                    found = self._differentiable(i)
+                    found = self.probed_alone(step.op, self._differentiable, i)
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
         return tape
 
