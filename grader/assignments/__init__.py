@@ -55,12 +55,15 @@ class Slip:
     backward() call, the results that differ, the exception) and returns None, or the
     fields `line` is formatted with (`{op}`: the op whose rule made the slip; `at`, the
     expression of the node where the slip is, when it is not where the failure showed). `blame`,
-    when given, is the rule the failure is laid at once the slip is known (formatted too)."""
+    when given, is the rule the failure is laid at once the slip is known (formatted too).
+    `replaces`: the assignment's hints that say the same as `line`, less precisely: a message
+    that names the slip does not repeat them."""
 
     name: str
     line: str
     detect: Callable[[Any], dict[str, str] | None]
     blame: str = ""
+    replaces: tuple[str, ...] = ()
 
     def says(self, fields: dict[str, str]) -> str:
         return self.line.format(**fields)

@@ -749,6 +749,7 @@ def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...])
             at = fields.get("at", "")
             rest = f"  where it shows: {first}" + (f"\n{rest}" if rest else "")
             first = f"wrong gradient from {blamed}" + (f": {at}" if at else "")
+        rest = "\n".join(line for line in rest.split("\n") if line.strip() not in slip.replaces)
         message = f"{first}\n  {slip.says(fields)}" + (f"\n{rest}" if rest else "")
         return replace(diagnosis, message=message, slip=slip.name, blame=blamed)
     return diagnosis

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader.case.define import Case, collect
@@ -60,12 +61,15 @@ class Count:
     by_bug: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: the catalogued slips the messages named (`CaseResult.slip`)
     slips: set[str] = field(default_factory=set)
+    #: (bug, case) whose message names a slip and still repeats a hint the slip replaces
+    repeated: list[tuple[str, str]] = field(default_factory=list)
 
 
 def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None = None) -> Count:
     """Grade each bug's `caught_by` cases (in this process) and count the messages of its
     failing cases that name its slip."""
     cases = collect(REPO / "tests", [assignment], ["public", "hidden"])
+    catalogue = {slip.name: slip for slip in slips_for(assignment)}
     count = Count()
     for bug in BANKS[assignment] if bugs is None else bugs:
         chosen = caught_by(bug, cases)
@@ -76,13 +80,19 @@ def named(assignment: str, oracle: Oracle, workdir: Path, bugs: list[Bug] | None
         count.messages += len(failed)
         count.naming += naming
         count.slips |= {r.slip for r in failed if r.slip}
+        count.repeated += [
+            (bug.name, r.id)
+            for r in failed
+            if r.slip and any(hint in r.message for hint in catalogue[r.slip].replaces)
+        ]
     return count
 
 
 @pytest.mark.parametrize("assignment", sorted(BANKS))
 def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_path):
     """Each bug that makes a catalogued slip, applied to the reference, fails with a message
-    naming the slip; and every slip of the catalogue is made by some bug of the bank."""
+    naming the slip, and not repeating it in a hint's vaguer words; and every slip of the
+    catalogue is made by some bug of the bank."""
     count = named(assignment, oracle, tmp_path)
     silent = {
         bug.name: count.by_bug[bug.name]
@@ -91,6 +101,7 @@ def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_
     }
     assert not silent, f"messages that do not name the slip (naming/failed): {silent}"
     assert set(count.slips) == {slip.name for slip in slips_for(assignment)}
+    assert not count.repeated, f"a slip's line, then a hint that says it again: {count.repeated}"
 
 
 def test_the_mlp_contract_is_stated_only_when_the_mlp_is_at_fault(oracle, tmp_path):
@@ -147,6 +158,27 @@ def test_the_output_gradient_costs_one_case(assignment, oracle, tmp_path):
     submission = materialize(OUTPUT_GRAD_BUGS[assignment], tmp_path / assignment)
     results = score(chosen, oracle, run_in_process(submission, chosen), {})
     assert [r.id for r in results if not r.passed] == [f"{assignment}/test_composite::output_gradient"]
+
+
+def _detach_and_order(lib):
+    """A graph with a detach(), whose topological order is the result."""
+    a = lib.tensor(np.array([[1.0, 2.0]]), "a")
+    b = lib.tensor(np.array([[3.0, -1.0]]), "b")
+    d = (a * b).detach()
+    return {"topological order": lib.topo_order(((d + a) * b).sum())}
+
+
+def test_a_wrong_order_in_a_graph_with_a_detach_is_not_blamed_on_detach(oracle, tmp_path):
+    """A find_topo_sort that appends a node before its inputs, on a graph that has a detach():
+    the message names the order's slip, and says nothing of detach(), which is right."""
+    from grader.assignments.needle import hints
+
+    case = Case("needle", "topo", "detach_and_order", _detach_and_order, "test_slips")
+    bug = next(bug for bug in NEEDLE if bug.name == "topo-pre-order")
+    submission = materialize(bug, tmp_path / bug.name)
+    (result,) = score([case], oracle, run_in_process(submission, [case]), {})
+    assert not result.passed and names_slip(bug, result.message), result.message
+    assert hints.DETACH not in result.message and "detach" not in result.message, result.message
 
 
 def main() -> int:

@@ -281,6 +281,7 @@ SLIPS = (
         "has no graph, so a gradient of it is wrong; build it from needle ops on out_grad and node",
         in_numpy,
         blame="{op}",
+        replaces=(hints.HIGHER_ORDER,),
     ),
     Slip(
         "numpy-operand",
@@ -289,6 +290,7 @@ SLIPS = (
         "(broadcast_to, reshape) instead",
         numpy_operand,
         blame="{op}",
+        replaces=(hints.HIGHER_ORDER,),
     ),
     Slip(
         "output-grad-unset",
