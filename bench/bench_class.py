@@ -60,11 +60,13 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 50, 200])
     parser.add_argument("--alone", type=int, default=10, help="submissions graded one command at a time")
     parser.add_argument("--lean", action="store_true", help="the tests' lean selection of cases")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--jobs", type=int, help="submissions at once (default: grade-class's own)")
     parser.add_argument("--kinds", nargs="+", help="only these kinds of submission (default: every kind)")
     args = parser.parse_args()
     selection = [arg for pattern in lean_patterns() for arg in ("--only-cases", pattern)] if args.lean else []
     python = [sys.executable, "-m", "grader"]
+    cores = len(os.sched_getaffinity(0))
+    jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         largest = max(args.sizes)
@@ -84,18 +86,18 @@ def main() -> int:
             for name in names[:size]:
                 (root / name).symlink_to(tmp / "class" / name)  # the same submissions, a subset
             command = ["grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
-            seconds, cpu, _ = grade_cpu([*command, "--jobs", str(args.jobs), *selection], 1)
+            seconds, cpu, _ = grade_cpu([*command, *jobs, *selection], 1)
             times[size], cpus[size] = seconds, cpu
             rate = size / seconds
             print(
-                f"grade-class, {size} submissions on {args.jobs} core(s): "
-                f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / args.jobs:.3f} per core; "
+                f"grade-class, {size} submissions on {cores} core(s): "
+                f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / cores:.3f} per core; "
                 f"CPU {cpu / size:.3f} s per submission (grader, its processes, sandboxed workers)"
             )
             if floor is not None:
-                machine = seconds * args.jobs / size
+                machine = seconds * cores / size
                 print(
-                    f"  machine time {machine:.2f} s per submission (wall x {args.jobs} cores), "
+                    f"  machine time {machine:.2f} s per submission (wall x {cores} cores), "
                     f"{machine / floor:.2f}x the floor; CPU {cpu / size / floor:.2f}x the floor"
                 )
         step = max(1, largest // args.alone)

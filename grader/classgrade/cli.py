@@ -58,7 +58,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     from grader.classgrade.gradebook import Gradebook
     from grader.classgrade.layout import LayoutError, discover
     from grader.classgrade.progress import ClassProgress, summary
-    from grader.classgrade.runner import cpu_count
+    from grader.classgrade.runner import default_jobs
 
     root = Path(args.root)
     shard = parse_shard(args.shard)
@@ -74,7 +74,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else (root / "classgrade" if args.nbgrader else Path("class-grades"))
     limits = limits_of(args)
     if args.jobs < 0:
-        raise UserError(f"--jobs {args.jobs}: a number of processes (0: one per core)")
+        raise UserError(f"--jobs {args.jobs}: a number of processes (0: one more than the cores)")
     suites = suites_dir(args.suites, args.suite)
     scopes = scopes_of(args.scope, suites)  # a bad file: one line, exit 2
     request = Request(
@@ -86,7 +86,7 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         visibility=args.hidden_visibility,
         scopes=scopes,
     )
-    jobs = args.jobs or cpu_count()
+    jobs = args.jobs or default_jobs()
     if args.dask:
         from grader.classgrade.dask import DaskBackend
 
@@ -177,7 +177,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", metavar="DIR", help="gradebook and exports (default ./class-grades)")
     p.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default OUT/gradebook.db)")
-    p.add_argument("--jobs", type=int, default=0, help="submissions at once (default: all cores)")
+    p.add_argument("--jobs", type=int, default=0, help="submissions at once (default: cores + 1)")
     p.add_argument("--force", action="store_true", help="regrade every submission, changed or not")
     p.add_argument("--shard", metavar="I/N", help="grade only part I of N (0-based), e.g. a job array's task")
     p.add_argument(

@@ -140,3 +140,11 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """Submissions graded at once unless told: one more than the cores. A submission's
+    sandbox worker waits while its grader checks it between cases, and starting a worker
+    waits on the kernel; the extra submission runs in those gaps (`bench/bench_nbgrader.py`:
+    30 submissions on 2 cores, 14.9 s with 2 at once, 13.4 s with 3)."""
+    return cpu_count() + 1
