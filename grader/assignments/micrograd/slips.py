@@ -96,6 +96,57 @@ def output_for_input(evidence: Any) -> dict[str, str] | None:
     return _swapped(evidence, ("log",))
 
 
+def power_off_by_one(evidence: Any) -> dict[str, str] | None:
+    """pow's rule took x to the power n (or n - 2) where the derivative has n - 1: what it
+    sent is the right contribution times x (or over x)."""
+    for i, op, e, a in _wrong_rules(evidence):
+        x = evidence.value(evidence.inputs(i)[0])
+        if op == "pow" and not _same(np.abs(x), 1.0) and (_same(a, e * x) or _same(a * x, e)):
+            return {"op": op}
+    return None
+
+
+def tanh_without_square(evidence: Any) -> dict[str, str] | None:
+    """tanh's rule used 1 - t where its derivative is 1 - t**2 (t = tanh(x), the output)."""
+    for i, op, e, a in _wrong_rules(evidence):
+        y = evidence.value(i)
+        if op == "tanh" and _same(a, PROBE_GRAD * (1 - y)) and not _same(a, e):
+            return {"op": op}
+    return None
+
+
+def _values(evidence: Any, i: int) -> tuple[Any, Any] | None:
+    """Node i's value, (PyTorch's, the submission's), when both are known."""
+    tape = evidence.tape
+    e, a = tape.expected[i].get("value"), tape.actual[i].get("value") if tape.actual else None
+    return None if e is None or a is None else (e.array(), a.array())
+
+
+def rsub_reversed(evidence: Any) -> dict[str, str] | None:
+    """`2 - x` came out as `x - 2`: __rsub__ subtracted the number from the Value."""
+    for i, step in enumerate(evidence.tape.steps):
+        pair = _values(evidence, i) if step.op == "rsub" else None
+        if pair is not None and not _same(pair[0], 0.0) and _same(pair[1], -pair[0]):
+            return {"op": "rsub"}
+    return None
+
+
+def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
+    """-x has the right value and gradient, yet x got none from it: it is a new Value made
+    from x's number, with no edge back to x."""
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps):
+        if step.op != "neg" or not tape.actual or not evidence.inputs(i):
+            continue
+        x = evidence.inputs(i)[0]
+        got, want = tape.actual[x]["grad"], tape.expected[x]["grad"]
+        if got is None or want is None or tape.differs(i, "value"):
+            continue
+        if _same(got.array(), 0.0) and not _same(want.array(), 0.0):
+            return {"op": "neg"}
+    return None
+
+
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
     """relu at exactly 0 passed the gradient on (`>= 0`): PyTorch's slope there is 0."""
     for i, op, _, a in _wrong_rules(evidence):
@@ -236,6 +287,28 @@ SLIPS = (
         "leaf Value with the same data",
         detach_passes_gradient,
         blame="detach",
+    ),
+    Slip(
+        "power-off-by-one",
+        "pow's rule takes x to the wrong power: the derivative of x**n is n * x**(n - 1)",
+        power_off_by_one,
+    ),
+    Slip(
+        "tanh-without-square",
+        "tanh's rule uses 1 - t where the derivative is 1 - t**2 (t = out.data, which holds tanh(x))",
+        tanh_without_square,
+    ),
+    Slip(
+        "rsub-reversed",
+        "`2 - x` calls x.__rsub__(2), which must return other - self (the number minus the Value); "
+        "it returned self - other",
+        rsub_reversed,
+    ),
+    Slip(
+        "neg-outside-the-graph",
+        "-x is a new Value made from x's number, outside the graph: no gradient flows back to x; "
+        "build it from an op on x (x * -1)",
+        neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, recursion),
 )
