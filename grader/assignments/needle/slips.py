@@ -176,6 +176,14 @@ def output_for_input(evidence: Any) -> dict[str, str] | None:
     return _swapped(evidence, ("Log",))
 
 
+def tanh_without_square(evidence: Any) -> dict[str, str] | None:
+    """Tanh's gradient used 1 - t where the derivative is 1 - t**2 (t = tanh(x), the node)."""
+    for op, _, y, g, e, a in _rules(evidence):
+        if op == "Tanh" and _same(a, g * (1 - y)) and not _same(a, e):
+            return {"op": op}
+    return None
+
+
 def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
     is one of those adjoints, not their sum: backward kept one (the last it stored)."""
@@ -267,6 +275,12 @@ SLIPS = (
         "output-for-input",
         "{op}'s gradient uses its output (node) where its derivative needs the input (node.inputs[0])",
         output_for_input,
+    ),
+    Slip(
+        "tanh-without-square",
+        "Tanh's gradient uses 1 - t where the derivative is 1 - t**2 (t = node, which holds tanh(x))",
+        tanh_without_square,
+        blame="{op}",
     ),
     Slip(
         "last-adjoint-kept",
