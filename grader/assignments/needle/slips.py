@@ -184,6 +184,19 @@ def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def wrong_sign(evidence: Any) -> dict[str, str] | None:
+    """A gradient that is PyTorch's with its sign flipped, blamed on one op's rule: that rule
+    lost a minus sign (or has one too many)."""
+    if not evidence.diagnosis.blame:
+        return None
+    for m in _gradients(evidence, "value"):
+        if m.expected.shape == m.actual.shape:
+            want, got = m.expected.array(), m.actual.array()
+            if not _same(want, np.zeros_like(want)) and _same(got, -want):
+                return {"op": _op(evidence), "of": m.name}
+    return None
+
+
 def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
     is one of those adjoints, not their sum: backward kept one (the last it stored)."""
@@ -281,6 +294,12 @@ SLIPS = (
         "Tanh's gradient uses 1 - t where the derivative is 1 - t**2 (t = node, which holds tanh(x))",
         tanh_without_square,
         blame="{op}",
+    ),
+    Slip(
+        "wrong-sign",
+        "{op}'s gradient has the wrong sign ({of} is PyTorch's with the sign flipped): a minus "
+        "sign is lost in the rule, or one too many",
+        wrong_sign,
     ),
     Slip(
         "last-adjoint-kept",
