@@ -197,6 +197,34 @@ def wrong_sign(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def transpose_last_two(evidence: Any) -> dict[str, str] | None:
+    """Transpose's gradient swapped the last two axes whatever axes the op swapped
+    (`transpose(out_grad)` without self.axes): run alone, or probed alone in a backward on a
+    node whose own gradient is right."""
+    tape = evidence.tape
+    if not tape.actual:
+        return None
+    for i, step in enumerate(tape.steps):
+        if step.op == "Transpose.gradient" and tape.differs(i, "value"):
+            g, a = evidence.value(step.inputs[1].index), tape.actual[i]["value"]
+            a = None if a is None else a.array()
+        elif (
+            len(evidence.inputs(i)) == 1
+            and not tape.differs(i, "grad")
+            and tape.expected[i]["grad"] is not None
+            and tape.hints.op_class(step.op, step.inputs) == "Transpose"
+        ):
+            pair = evidence.rule_pair(i)
+            g, a = tape.expected[i]["grad"].array(), None if pair is None else pair[1]
+        else:
+            continue
+        g = np.asarray(g)
+        if a is not None and g.ndim >= 2 and a.size == g.size:
+            if _same(np.reshape(a, -1), np.swapaxes(g, -1, -2).reshape(-1)):
+                return {"op": "Transpose"}
+    return None
+
+
 def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
     is one of those adjoints, not their sum: backward kept one (the last it stored)."""
@@ -293,6 +321,13 @@ SLIPS = (
         "tanh-without-square",
         "Tanh's gradient uses 1 - t where the derivative is 1 - t**2 (t = node, which holds tanh(x))",
         tanh_without_square,
+        blame="{op}",
+    ),
+    Slip(
+        "transpose-last-two",
+        "Transpose's gradient swaps the last two axes whatever axes the op swapped: transpose "
+        "out_grad back over the op's own axes (self.axes)",
+        transpose_last_two,
         blame="{op}",
     ),
     Slip(
