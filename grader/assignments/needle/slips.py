@@ -225,6 +225,37 @@ def transpose_last_two(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def pow_exponent_without_log(evidence: Any) -> dict[str, str] | None:
+    """EWisePow's gradient for the exponent b is out_grad * a**b (the node), without the
+    factor log(a): run alone, or probed alone in a backward on a node whose own gradient is
+    right (the probe holds the base's gradient, then the exponent's)."""
+    tape = evidence.tape
+    if not tape.actual:
+        return None
+    for i, step in enumerate(tape.steps):
+        if step.op == "EWisePow.gradient" and step.kwargs.get("input") == 1 and tape.differs(i, "value"):
+            node, out_grad = (r.index for r in step.inputs[:2])
+            a = tape.actual[i]["value"]
+            want = np.asarray(evidence.value(out_grad)) * np.asarray(evidence.value(node))
+            if a is not None and _same(a.array().reshape(-1), want.reshape(-1)):
+                return {"op": "EWisePow"}
+        elif (
+            len(evidence.inputs(i)) == 2
+            and not tape.differs(i, "grad")
+            and tape.expected[i]["grad"] is not None
+            and tape.hints.op_class(step.op, step.inputs) == "EWisePow"
+        ):
+            pair = evidence.rule_pair(i)
+            y = np.asarray(evidence.value(i)).reshape(-1)
+            g = tape.expected[i]["grad"].array().reshape(-1)
+            if pair is None or pair[1].size != 2 * y.size or g.size != y.size:
+                continue
+            e, a = pair
+            if _same(a[: y.size], e[: y.size]) and _same(a[y.size :], g * y):
+                return {"op": "EWisePow"}
+    return None
+
+
 def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
     is one of those adjoints, not their sum: backward kept one (the last it stored)."""
@@ -328,6 +359,13 @@ SLIPS = (
         "Transpose's gradient swaps the last two axes whatever axes the op swapped: transpose "
         "out_grad back over the op's own axes (self.axes)",
         transpose_last_two,
+        blame="{op}",
+    ),
+    Slip(
+        "pow-exponent-without-log",
+        "EWisePow's gradient for the exponent b misses the factor log(a): the derivative of a**b "
+        "in b is a**b * log(a)",
+        pow_exponent_without_log,
         blame="{op}",
     ),
     Slip(
