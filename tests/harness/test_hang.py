@@ -411,7 +411,8 @@ def test_a_rule_that_never_returns_on_the_diagnosis_probe_costs_the_probe_budget
 
 def test_a_rule_that_never_returns_on_the_diagnosis_probe_times_no_case_out_in_the_sandbox(tmp_path, oracle):
     """The same engine graded in the sandbox: the cases that apply mul (sub, neg and division
-    are built from it) fail on their gradients, none timed out while its tape was read."""
+    are built from it) fail on their gradients, none timed out while its tape was read, and
+    mul's own cases still name mul's gradient."""
     shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
     path = tmp_path / "micrograd" / "engine.py"
     path.write_text(path.read_text().replace(MUL_RULE, MUL_LOOPS_ALONE))
@@ -419,3 +420,6 @@ def test_a_rule_that_never_returns_on_the_diagnosis_probe_times_no_case_out_in_t
     failed = [r for r in report.results if not r.passed]
     assert failed
     assert not [r for r in failed if r.status == "timed out"], [r.message for r in failed][:3]
+    # and the diagnosis still names the rule: mul's own cases say it is mul's gradient
+    muls = [r for r in failed if "::backward[mul" in r.id or "::rule[mul" in r.id]
+    assert len(muls) == 6 and all("wrong gradient from mul" in r.message for r in muls), muls
