@@ -40,14 +40,19 @@ from tests.harness.grading import grade
 SORT = "        topo, visited = [], set()\n"
 
 
-def engine_with(tmp: Path, before_sort: str) -> Path:
-    """The reference with `before_sort` (indented code) run first thing in backward()."""
+def edited_engine(tmp: Path, old: str, new: str) -> Path:
+    """The reference's micrograd in `tmp`, with engine.py's one line `old` replaced by `new`."""
     shutil.copytree(REPO / "reference" / "micrograd", tmp / "micrograd")
     path = tmp / "micrograd" / "engine.py"
     text = path.read_text()
-    assert text.count(SORT) == 1
-    path.write_text(text.replace(SORT, before_sort + SORT))
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
     return tmp
+
+
+def engine_with(tmp: Path, before_sort: str) -> Path:
+    """The reference with `before_sort` (indented code) run first thing in backward()."""
+    return edited_engine(tmp, SORT, before_sort + SORT)
 
 
 def passed(report) -> set[str]:
@@ -226,12 +231,7 @@ RELU_RULE = "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad
 
 def relu_looping(tmp: Path) -> Path:
     """The reference with relu's gradient rule (`_backward`) looping for ever."""
-    shutil.copytree(REPO / "reference" / "micrograd", tmp / "micrograd")
-    path = tmp / "micrograd" / "engine.py"
-    text = path.read_text()
-    assert text.count(RELU_RULE) == 1
-    path.write_text(text.replace(RELU_RULE, "            while True:\n                pass\n"))
-    return tmp
+    return edited_engine(tmp, RELU_RULE, "            while True:\n                pass\n")
 
 
 def graded_in_a_class(submission: Path, root: Path, oracle) -> Report:
@@ -393,11 +393,7 @@ def test_a_rule_that_never_returns_on_the_diagnosis_probe_costs_the_probe_budget
     gradients start non-zero there, never in backward()). The failing case still ran, and its
     tape is read within the probe's CPU budget for each rule, not the case's minute: every
     other node keeps its entry, and mul's rule reads as unknown."""
-    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
-    path = tmp_path / "micrograd" / "engine.py"
-    text = path.read_text()
-    assert text.count(MUL_RULE) == 1
-    path.write_text(text.replace(MUL_RULE, MUL_LOOPS_ALONE))
+    edited_engine(tmp_path, MUL_RULE, MUL_LOOPS_ALONE)
     (case,) = [c for c in collect(SUITES_DIR, ["micrograd"], ("public",)) if c.id.endswith("::sanity_check")]
     engine = InProcessEngine.load(tmp_path, "micrograd")
     run = engine.run(case, seconds=60.0, tape=True)
@@ -413,9 +409,7 @@ def test_a_rule_that_never_returns_on_the_diagnosis_probe_times_no_case_out_in_t
     """The same engine graded in the sandbox: the cases that apply mul (sub, neg and division
     are built from it) fail on their gradients, none timed out while its tape was read, and
     mul's own cases still name mul's gradient."""
-    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
-    path = tmp_path / "micrograd" / "engine.py"
-    path.write_text(path.read_text().replace(MUL_RULE, MUL_LOOPS_ALONE))
+    edited_engine(tmp_path, MUL_RULE, MUL_LOOPS_ALONE)
     report = grade(tmp_path, "public", ["micrograd"], oracle=oracle, sandbox=True)
     failed = [r for r in report.results if not r.passed]
     assert failed

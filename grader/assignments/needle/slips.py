@@ -197,6 +197,18 @@ def wrong_sign(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _probed_in_backward(evidence: Any, i: int, op_class: str, inputs: int) -> bool:
+    """Is node i an `op_class` op of `inputs` inputs whose rule was probed alone in a
+    backward on a node whose own gradient is right (so both probes had the same out_grad)?"""
+    tape, step = evidence.tape, evidence.tape.steps[i]
+    return (
+        len(evidence.inputs(i)) == inputs
+        and not tape.differs(i, "grad")
+        and tape.expected[i]["grad"] is not None
+        and tape.hints.op_class(step.op, step.inputs) == op_class
+    )
+
+
 def transpose_last_two(evidence: Any) -> dict[str, str] | None:
     """Transpose's gradient swapped the last two axes whatever axes the op swapped
     (`transpose(out_grad)` without self.axes): run alone, or probed alone in a backward on a
@@ -208,12 +220,7 @@ def transpose_last_two(evidence: Any) -> dict[str, str] | None:
         if step.op == "Transpose.gradient" and tape.differs(i, "value"):
             g, a = evidence.value(step.inputs[1].index), tape.actual[i]["value"]
             a = None if a is None else a.array()
-        elif (
-            len(evidence.inputs(i)) == 1
-            and not tape.differs(i, "grad")
-            and tape.expected[i]["grad"] is not None
-            and tape.hints.op_class(step.op, step.inputs) == "Transpose"
-        ):
+        elif _probed_in_backward(evidence, i, "Transpose", 1):
             pair = evidence.rule_pair(i)
             g, a = tape.expected[i]["grad"].array(), None if pair is None else pair[1]
         else:
@@ -239,12 +246,7 @@ def pow_exponent_without_log(evidence: Any) -> dict[str, str] | None:
             want = np.asarray(evidence.value(out_grad)) * np.asarray(evidence.value(node))
             if a is not None and _same(a.array().reshape(-1), want.reshape(-1)):
                 return {"op": "EWisePow"}
-        elif (
-            len(evidence.inputs(i)) == 2
-            and not tape.differs(i, "grad")
-            and tape.expected[i]["grad"] is not None
-            and tape.hints.op_class(step.op, step.inputs) == "EWisePow"
-        ):
+        elif _probed_in_backward(evidence, i, "EWisePow", 2):
             pair = evidence.rule_pair(i)
             y = np.asarray(evidence.value(i)).reshape(-1)
             g = tape.expected[i]["grad"].array().reshape(-1)
