@@ -26,13 +26,17 @@ class Failure:
     message: str
     #: innermost frame of the submission's own code: (file, line, function)
     where: tuple[str, int, str] | None = None
+    #: the op gradient rule (needle's `X.gradient`) it was raised in or under, if any: what
+    #: a slip's detector reads, where the message says it in words
+    rule: str | None = None
 
     @property
     def not_implemented(self) -> bool:
         return self.type == "NotImplementedError"
 
     def to_plain(self) -> dict[str, Any]:
-        return {"type": self.type, "message": self.message, "where": list(self.where) if self.where else None}
+        where = list(self.where) if self.where else None
+        return {"type": self.type, "message": self.message, "where": where, "rule": self.rule}
 
 
 @dataclass
@@ -114,7 +118,7 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
         message = message[:MAX_TEXT] + " ..."
     if rule is not None and rule != where:
         message += f" (raised while running {rule[2]}, {rule[0]} line {rule[1]})"
-    return Failure(type(exc).__name__, message, where)
+    return Failure(type(exc).__name__, message, where, rule[2] if rule is not None else None)
 
 
 def _cause(lib: Any, exc: Exception) -> BaseException:

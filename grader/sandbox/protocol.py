@@ -80,15 +80,16 @@ def _failure(obj: Any) -> Failure | None:
     if obj is None:
         return None
     _expect(
-        type(obj) is dict and set(obj) == {"type", "message", "where"},
-        "a failure must be {type, message, where}",
+        type(obj) is dict and set(obj) == {"type", "message", "where", "rule"},
+        "a failure must be {type, message, where, rule}",
     )
     where = obj["where"]
     if where is not None:
         _expect(type(where) is list and len(where) == 3, "where must be [file, line, function]")
         _expect(type(where[1]) is int, "where's line must be an integer")
         where = (_text(where[0], "file", 200), where[1], _text(where[2], "function", 200))
-    return Failure(_text(obj["type"], "type", 100), _text(obj["message"], "message"), where)
+    rule = None if obj["rule"] is None else _text(obj["rule"], "rule", 200)
+    return Failure(_text(obj["type"], "type", 100), _text(obj["message"], "message"), where, rule)
 
 
 RUN_KEYS = {"kind", "id", "results", "tape", "failure", "output", "notes", "missing"}

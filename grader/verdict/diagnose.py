@@ -766,15 +766,16 @@ def mlp_note(expected: Run, assignment: str) -> str:
     return f"\n  {text}" if text else ""
 
 
-def _in_the_mlp(tape: Tape, diagnosis: Diagnosis, failure: Failure | None) -> bool:
+def _in_the_mlp(tape: Tape, diagnosis: Diagnosis, failure: Failure | None, assignment: str) -> bool:
     """Is the failure in the MLP's own code or its call, rather than in the engine it runs
     on? An exception outside backward() and the rules; wrong numbers that no rule, no slip
-    and no part of backward() explains."""
+    and no part of backward() explains, or the catalogue's slips of the MLP's own."""
     if failure is not None:
         func = failure.where[2] if failure.where else ""
         return not (func.endswith("backward") or "_backward" in func)
     wrong_rule = any(tape.rule(j) is False or tape.wrong_parts(j) for j in range(len(tape.steps)))
-    return diagnosis.blame in ("", "mlp") and not (diagnosis.slip or wrong_rule)
+    mlp_slip = any(slip.name == diagnosis.slip and slip.blame == "mlp" for slip in slips_for(assignment))
+    return mlp_slip or (diagnosis.blame in ("", "mlp") and not (diagnosis.slip or wrong_rule))
 
 
 def diagnose(
@@ -790,7 +791,8 @@ def diagnose(
         found = explain_failure(actual.failure, hints)
         evidence = Evidence(tape, mismatches, actual.failure, found)
         found = name_slip(found, evidence, slips_for(assignment))
-        return found.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, found, actual.failure) else "")
+        in_the_mlp = _in_the_mlp(tape, found, actual.failure, assignment)
+        return found.plus(mlp_note(expected, assignment) if in_the_mlp else "")
     values = [m for m in mismatches if not m.is_grad]
     wrong_grad_node = any(s.op == "grad" and tape.differs(i, "value") for i, s in enumerate(tape.steps))
     head = explain_forward(tape) if values or wrong_grad_node else None
@@ -804,7 +806,7 @@ def diagnose(
         head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}")
         listing = ""
     head = name_slip(head, Evidence(tape, mismatches, None, head), slips_for(assignment))
-    head = head.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, head, None) else "")
+    head = head.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, head, None, assignment) else "")
     return head.plus(f"\nresults that differ:\n{listing}") if listing else head
 
 

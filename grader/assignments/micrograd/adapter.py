@@ -299,7 +299,7 @@ class MicrogradBackend(ScalarBackend):
             raise ValueError(f"MLP({nin}, {nouts}) has {len(params)} parameters, expected {len(flat)}")
         for p, v in zip(params, flat, strict=True):
             p.data = v
-        nodes = [self.wrap(p, "parameter", (), {}, f"p{i}") for i, p in enumerate(params)]
+        nodes = self.parameter_nodes(params, nin, nouts)
         return Model(self, model, nodes, model, model.zero_grad)
 
 

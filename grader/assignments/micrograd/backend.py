@@ -118,6 +118,13 @@ class ScalarBackend(Backend):
     def make_value(self, x: float) -> Any:
         raise NotImplementedError
 
+    def parameter_nodes(self, params: list[Any], nin: int, nouts: list[int]) -> list[Node]:
+        """An MLP's parameters on the tape, layer by layer, neuron by neuron, each neuron's
+        weights then its bias; the first also records the layer sizes (a leaf's keywords
+        appear in no message): with them a slip's detector can run the MLP on the weights."""
+        sizes = {"sizes": (nin, *nouts)}
+        return [self.wrap(p, "parameter", (), sizes if i == 0 else {}, f"p{i}") for i, p in enumerate(params)]
+
     def probe_backward(self) -> None:
         """backward() on the smallest graph with a node used twice, `a * 3 + a`: the grader
         runs it before the cases to learn, in a moment, whether backward() returns."""

@@ -105,7 +105,7 @@ class TorchScalarBackend(ScalarBackend):
             for p in params:
                 p.grad = None
 
-        nodes = [self.wrap(p, "parameter", (), {}, f"p{i}") for i, p in enumerate(params)]
+        nodes = self.parameter_nodes(params, nin, nouts)
         return Model(self, layers, nodes, call, zero_grad)
 
 

@@ -11,6 +11,7 @@ call; the results that differ; the exception raised.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from grader.assignments import Slip
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
+from grader.case.trace import NodeRef
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -233,6 +235,56 @@ def recursion(evidence: Any) -> dict[str, str] | None:
     return {} if failure is not None and failure.type == "RecursionError" else None
 
 
+def _mlp_outputs(
+    weights: list[float], sizes: tuple[int, ...], xs: list[float], relu: tuple[bool, bool]
+) -> list[float]:
+    """An MLP's outputs on `xs`, its weights laid out as parameters() lists them; `relu`:
+    whether (the hidden layers, the last layer) apply ReLU."""
+    k = 0
+    for layer, (nin, nout) in enumerate(itertools.pairwise(sizes)):
+        outs = []
+        for _ in range(nout):
+            outs.append(sum(w * x for w, x in zip(weights[k : k + nin], xs, strict=True)) + weights[k + nin])
+            k += nin + 1
+        xs = [max(o, 0.0) for o in outs] if relu[layer == len(sizes) - 2] else outs
+    return xs
+
+
+def _mlp_explained(evidence: Any, relu: tuple[bool, bool]) -> dict[str, str] | None:
+    """Every MLP output whose value is wrong is one of what the MLP would give with ReLU
+    where `relu` says (hidden layers, last layer), on its own weights, and none of what the
+    contract's MLP gives: the MLP applies ReLU elsewhere than the contract."""
+    tape, sizes, first, wrong = evidence.tape, None, 0, 0
+    for i, step in enumerate(tape.steps if tape.actual else ()):
+        if step.op == "parameter" and "sizes" in step.kwargs:
+            sizes, first = tuple(step.kwargs["sizes"]), i
+        if step.op != "mlp" or sizes is None or not tape.differs(i, "value"):
+            continue
+        count = sum((n + 1) * m for n, m in itertools.pairwise(sizes))
+        weights = [float(evidence.value(first + j)) for j in range(count)]
+        xs = [float(evidence.value(r.index)) if isinstance(r, NodeRef) else float(r) for r in step.inputs]
+        got = tape.actual[i]["value"]
+        if got is None:
+            return None
+        got = got.array().reshape(-1)[0]
+        if not any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, relu)):
+            return None
+        if any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, (True, False))):
+            return None
+        wrong += 1
+    return {} if wrong else None
+
+
+def hidden_layers_linear(evidence: Any) -> dict[str, str] | None:
+    """The MLP's outputs are what it gives with no ReLU at all."""
+    return _mlp_explained(evidence, (False, False))
+
+
+def last_layer_relu(evidence: Any) -> dict[str, str] | None:
+    """The MLP's outputs are what it gives with ReLU on its last layer too."""
+    return _mlp_explained(evidence, (True, True))
+
+
 SLIPS = (
     Slip(
         "assigns",
@@ -311,4 +363,18 @@ SLIPS = (
         neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, recursion),
+    Slip(
+        "hidden-layers-linear",
+        "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "
+        "(nonlin=True); only the last layer is linear",
+        hidden_layers_linear,
+        blame="mlp",
+    ),
+    Slip(
+        "last-layer-relu",
+        "the MLP's last layer applies ReLU: the last layer is linear (nonlin=False), so that the "
+        "output can take any value, negative ones too",
+        last_layer_relu,
+        blame="mlp",
+    ),
 )

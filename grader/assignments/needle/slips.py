@@ -294,6 +294,34 @@ def numpy_operand(evidence: Any) -> dict[str, str] | None:
     return _not_differentiable(evidence, NUMPY_OPERAND)
 
 
+def _shape_error_in(evidence: Any, op_class: str) -> list[tuple[int, int]]:
+    """When `op_class`'s gradient rule raised NumPy's shape error (a reshape or a broadcast
+    that cannot be done), each of the case's `op_class` nodes as (its input's ndim, its own
+    ndim), from PyTorch's run; else nothing."""
+    failure, tape = evidence.failure, evidence.tape
+    if failure is None or failure.type != "ValueError" or failure.rule != f"{op_class}.gradient":
+        return []
+    return [
+        (np.ndim(evidence.value(evidence.inputs(i)[0])), np.ndim(evidence.value(i)))
+        for i, step in enumerate(tape.steps)
+        if len(evidence.inputs(i)) == 1 and op_class in (step.op, tape.hints.op_class(step.op, step.inputs))
+    ]
+
+
+def broadcast_from_the_left(evidence: Any) -> dict[str, str] | None:
+    """BroadcastTo's gradient raised a shape error on a broadcast that added leading axes:
+    it lined the shapes up from the left, so it summed the wrong axes."""
+    added = any(before < after for before, after in _shape_error_in(evidence, "BroadcastTo"))
+    return {"op": "BroadcastTo"} if added else None
+
+
+def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
+    """Summation's gradient raised a shape error on a sum over several axes: it made fewer
+    than all of them size 1 again before broadcasting back."""
+    several = any(before - after > 1 for before, after in _shape_error_in(evidence, "Summation"))
+    return {"op": "Summation"} if several else None
+
+
 def recursion(evidence: Any) -> dict[str, str] | None:
     failure = evidence.failure
     return {} if failure is not None and failure.type == "RecursionError" else None
@@ -325,6 +353,20 @@ SLIPS = (
         "{op}'s gradient has shape {got}, fewer entries than its input's {want}: broadcast it back "
         "to the input's shape",
         not_broadcast_back,
+    ),
+    Slip(
+        "broadcast-from-the-left",
+        "BroadcastTo's gradient lines the shapes up from the left; NumPy lines them up from the "
+        "right: sum the leading axes the broadcast added, then those it stretched from size 1",
+        broadcast_from_the_left,
+        blame="{op}",
+    ),
+    Slip(
+        "summed-axes-not-all-restored",
+        "Summation's gradient restores only some of the summed axes: make every summed axis size 1 "
+        "again (each of a tuple; all of them for axes=None), then broadcast back to the input's shape",
+        summed_axes_not_all_restored,
+        blame="{op}",
     ),
     Slip(
         "wrong-dtype",

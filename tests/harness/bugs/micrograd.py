@@ -338,6 +338,15 @@ BUGS = [
         [(NN, "nonlin=i != len(nouts) - 1", "nonlin=False")],
         caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward"],
         says=("the MLP contract",),
+        slip=("hidden layers apply no ReLU",),
+    ),
+    Bug(
+        "last-layer-relu",
+        "the MLP's last layer applies ReLU too (the contract's last layer is linear)",
+        [(NN, "nonlin=i != len(nouts) - 1", "nonlin=True")],
+        caught_by=["test_mlp::mlp_input_gradient"],
+        says=("the MLP contract",),
+        slip=("last layer applies ReLU",),
     ),
 ]
 
