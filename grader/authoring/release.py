@@ -95,9 +95,12 @@ EXAMPLES = {
 PYTEST_INI = """\
 [pytest]
 # The grader's pytest plugin (registered in conftest.py) grades this folder's packages.
+# Hypothesis's own plugin is off: no test here is a hypothesis test (a random search calls
+# hypothesis itself, only to shrink a failure), and it would load all of hypothesis at the
+# end of every run.
 testpaths = tests
 pythonpath = .
-addopts = --import-mode=importlib
+addopts = --import-mode=importlib -p no:hypothesispytest
 grader_impl = .
 """
 CONFTEST = """\
@@ -234,10 +237,10 @@ def search_names(suite: Path) -> list[str]:
 
 def search_runs(bundle: Path, repo: Path, name: str) -> dict[str, dict]:
     """The expected runs of the programs the assignment's searches try on a correct
-    submission, found as a student's run finds them: pytest in the bundle, grading the
-    reference (a search is derandomized, but which programs hypothesis draws after the
-    first ones depends on the process that draws them). The oracle keeps them in its
-    cache folder, one file per assignment's searches; returns {"runs": ..., "seconds": ...}."""
+    submission (their fixed programs: `grader.case.search`), found as a student's run finds
+    them: pytest in the bundle, grading the reference, which also shows that every search
+    passes on it. The oracle keeps them in its cache folder, one file per assignment's
+    searches; returns {"runs": ..., "seconds": ...}."""
     from grader.verdict import cache
     from grader.verdict.oracle import CACHE_ENV
 

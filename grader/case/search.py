@@ -1,10 +1,15 @@
-"""Random programs, searched by hypothesis so that a failing one shrinks to a small one.
+"""Random programs: fixed ones checked plainly, and hypothesis to shrink a failing one.
 
 Both assignments write their random programs in one style: a generator that takes a
 `random.Random` and returns plain data. A graded case gets `random.Random(seed)`: the same
 program on every run and machine, with nothing but the standard library (hypothesis is not
-in the sandbox). A search gets hypothesis's `st.randoms()`, a `random.Random` whose every
-choice hypothesis records, so a failing program shrinks: fewer ops, smaller numbers.
+in the sandbox). An ungraded search first checks its own `max_examples` programs, each
+drawn from a seeded `random.Random` too: the same on every run, so a release ships their
+PyTorch answers as it ships the graded cases', and a run whose programs all pass never
+imports hypothesis. When one fails, hypothesis searches with `st.randoms()`, a
+`random.Random` whose every choice it records, so that its failing program shrinks (fewer
+ops, smaller numbers); where it finds none (its programs need PyTorch, which a student may
+not have), the fixed program's failure stands, unshrunk.
 
 A search is derandomized (the same examples, in the same order, on every run) and keeps no
 example database: a student's run never depends on an earlier one, and a failure seen once
@@ -35,19 +40,24 @@ def strategy(generate: Callable[[random.Random], Any]):
     return randoms().map(generate)
 
 
+def fixed(generate: Callable[[random.Random], Any], count: int) -> list[Any]:
+    """The `count` programs a search checks first: the same on every run and machine."""
+    return [generate(random.Random(f"search {k}")) for k in range(count)]
+
+
 def search(
     generate: Callable[[random.Random], Any],
     make_case: Callable[[Any], Case],
     show: Callable[[Any], str],
     max_examples: int,
 ):
-    """Decorate an ungraded `test(graded_case)` that hypothesis runs on `max_examples`
-    programs of `generate`, each checked as `make_case(program)`; a failing one is shrunk
-    and its code, `show(program)`, ends the failure message. Outside pytest (the grader
-    collecting its cases, the sandbox) or without hypothesis, the test is dropped: nothing
-    runs it there. Hypothesis is imported when the search runs, not when its file is
-    collected: a run that selects other tests (`pytest -k mul`) never pays for it."""
-    if "pytest" not in sys.modules or importlib.util.find_spec("hypothesis") is None:
+    """Decorate an ungraded `test(graded_case)` that checks `max_examples` fixed programs of
+    `generate`, each as `make_case(program)`; when one fails, hypothesis searches as many
+    and shrinks its failing program, whose code, `show(program)`, ends the failure message.
+    Outside pytest (the grader collecting its cases, the sandbox) the test is dropped:
+    nothing runs it there. Hypothesis is imported only to shrink, never when its file is
+    collected or when every program passes."""
+    if "pytest" not in sys.modules:
         return lambda test: None
     import pytest
 
@@ -59,7 +69,10 @@ def search(
                 message = f"{failed.msg}\n\nthe program:\n{show(program)}"
                 raise pytest.fail.Exception(message, pytrace=False) from None
 
-        def searching(graded_case) -> None:
+        def shrink(graded_case) -> None:
+            """Hypothesis's search: raises its shrunk failure, returns if it finds none."""
+            if importlib.util.find_spec("hypothesis") is None:
+                return
             with warnings.catch_warnings():
                 # Loading hypothesis registers the PRNGs of packages that ask (trio's), each
                 # checked with gc.get_referrers, which does not see frozen objects: after a
@@ -78,6 +91,18 @@ def search(
                 suppress_health_check=[HealthCheck.too_slow],
             )(given(program=strategy(generate))(with_program))
             run(graded_case)
+
+        def searching(graded_case) -> None:
+            failure = None
+            for program in fixed(generate, max_examples):
+                try:
+                    with_program(graded_case, program)
+                except pytest.fail.Exception as failed:
+                    failure = failed
+                    break
+            if failure is not None:
+                shrink(graded_case)
+                raise failure
 
         searching.__name__, searching.__doc__ = test.__name__, test.__doc__
         searching.__module__ = test.__module__

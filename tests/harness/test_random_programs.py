@@ -80,3 +80,26 @@ def test_a_failing_search_ends_with_its_program_shrunk(tmp_path):
     program = failure.split("the program:\n", 1)[1].splitlines()[:-1]  # up to pytest's rule
     assert program[0].startswith("x0 = Value(") and program[-1] == "out.backward()", program
     assert len(program) <= 4, program  # shrunk: a program drawn has up to 3 leaves and 8 ops
+
+
+def test_a_passing_search_never_imports_hypothesis():
+    """On a correct submission each search checks its fixed programs and nothing else:
+    hypothesis, a tenth of a student's run, is loaded only to shrink a failure (its own
+    pytest plugin is off, as the bundle's pytest.ini has it)."""
+    check = (
+        "import sys, pytest; "
+        "status = pytest.main(['-q', '-n', '0', '-p', 'no:cacheprovider', '-p', 'no:hypothesispytest', "
+        "'--impl=reference', "
+        "'tests/public/micrograd/test_random.py', 'tests/public/needle/test_random.py', '-k', 'search']); "
+        "print('hypothesis' in sys.modules); sys.exit(status)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 passed" in done.stdout and done.stdout.rstrip().endswith("False"), done.stdout[-2000:]

@@ -282,8 +282,8 @@ def program_case(program: Sequence[tuple]) -> Case:
 
 
 def search(max_examples: int, max_ops: int = 8):
-    """Decorate an ungraded test that hypothesis runs on `max_examples` random programs,
-    shrinking a failing one, whose micrograd code ends the failure message."""
+    """Decorate an ungraded test that checks `max_examples` more random programs; a failing
+    one is shrunk by hypothesis, and its micrograd code ends the failure message."""
     return search_programs(lambda rng: generate(rng, max_ops), program_case, show, max_examples)
 
 

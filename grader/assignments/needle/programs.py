@@ -384,6 +384,6 @@ def program_case(program: Program) -> Case:
 
 
 def search(max_examples: int, steps: int | None = None):
-    """Decorate an ungraded test that hypothesis runs on `max_examples` random programs,
-    shrinking a failing one, which ends the failure message."""
+    """Decorate an ungraded test that checks `max_examples` more random programs; a failing
+    one is shrunk by hypothesis, and its code ends the failure message."""
     return search_programs(lambda rng: random_program(rng, steps), program_case, show, max_examples)

@@ -2,8 +2,8 @@
 node by node.
 
 Each graded case is one fixed program, the same on every run. The last test is not graded:
-hypothesis draws more programs (the same ones on every run) and, when one fails, shrinks it
-to a small one and prints it as micrograd code you can paste and debug."""
+it checks more programs (the same ones on every run) and, when one fails, hypothesis shrinks
+a failing program to a small one, printed as micrograd code you can paste and debug."""
 
 from grader.assignments.micrograd.programs import build, fixed_programs, search
 from grader.case import case
@@ -21,4 +21,4 @@ def test_random_expression(lib, program):
 
 @search(max_examples=25)
 def test_hypothesis_search(graded_case):
-    """Not graded: random programs from hypothesis, a failing one shrunk to a small one."""
+    """Not graded: more random programs, a failing one shrunk to a small one."""

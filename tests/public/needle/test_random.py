@@ -2,8 +2,8 @@
 
 Each graded case is one fixed program, drawn from its seed: the same program every run. Every
 node's value and gradient is compared, so a failure names the first op whose rule is wrong.
-The last test is not graded: hypothesis draws more programs (the same ones on every run)
-and, when one fails, shrinks it to a small one and prints it as needle code."""
+The last test is not graded: it checks more programs (the same ones on every run) and, when
+one fails, hypothesis shrinks a failing program to a small one, printed as needle code."""
 
 from grader.assignments.needle.programs import random_program, run, search
 from grader.case import case
@@ -17,4 +17,4 @@ def test_random_program(lib, seed):
 
 @search(max_examples=15)
 def test_hypothesis_search(graded_case):
-    """Not graded: random programs from hypothesis, a failing one shrunk to a small one."""
+    """Not graded: more random programs, a failing one shrunk to a small one."""
