@@ -451,5 +451,11 @@ NEEDS_TORCH = (
 def graded_case(request: pytest.FixtureRequest):
     """Run a case on the submission and on PyTorch; fail with the diagnostic."""
     graded = hasattr(request.function, "__grader_cases__")
-    check = request.config.stash[_STATE].check
-    return lambda case: check(case, graded, request.node.user_properties, request.node)
+    state = request.config.stash[_STATE]
+
+    def run(case: Case) -> None:
+        state.check(case, graded, request.node.user_properties, request.node)
+
+    # a search shrinks a failing program only where the programs it tries can be checked
+    run.checks_new_programs = state.oracle.runs_torch  # type: ignore[attr-defined]
+    return run

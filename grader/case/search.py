@@ -8,8 +8,9 @@ drawn from a seeded `random.Random` too: the same on every run, so a release shi
 PyTorch answers as it ships the graded cases', and a run whose programs all pass never
 imports hypothesis. When one fails, hypothesis searches with `st.randoms()`, a
 `random.Random` whose every choice it records, so that its failing program shrinks (fewer
-ops, smaller numbers); where it finds none (its programs need PyTorch, which a student may
-not have), the fixed program's failure stands, unshrunk.
+ops, smaller numbers). Where hypothesis finds none, or where the programs it would draw
+cannot be checked (no PyTorch, as in a student's bundle), the fixed program's failure
+stands, unshrunk.
 
 A search is derandomized (the same examples, in the same order, on every run) and keeps no
 example database: a student's run never depends on an earlier one, and a failure seen once
@@ -70,7 +71,10 @@ def search(
                 raise pytest.fail.Exception(message, pytrace=False) from None
 
         def shrink(graded_case) -> None:
-            """Hypothesis's search: raises its shrunk failure, returns if it finds none."""
+            """Hypothesis's search: raises its shrunk failure, returns if it finds none (or
+            cannot check the programs it draws, beyond the fixed ones: no PyTorch)."""
+            if not getattr(graded_case, "checks_new_programs", True):
+                return
             if importlib.util.find_spec("hypothesis") is None:
                 return
             with warnings.catch_warnings():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -263,6 +264,11 @@ class Oracle:
         #: the shipped answers of each assignment (`ANSWERS`), read on first use
         self._answers: dict[str, dict[str, Any]] = {}
         self._digests: dict[Path, str] = {}
+
+    @functools.cached_property
+    def runs_torch(self) -> bool:
+        """Whether a case with no run at hand can be answered (torch is installed)."""
+        return importlib.util.find_spec("torch") is not None
 
     def answered(self, case: Case) -> bool:
         """Whether the case's run is at hand, taken from the shipped answers if need be:
