@@ -59,12 +59,14 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
     return folder
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path and cache plugins
 def pytest_configure(config: pytest.Config) -> None:
     """The run's oracle cache, in pytest's own cache folder at the project's root: kept from
     run to run like `--lf`'s records (the oracle keys each suite's file by everything that
     could change it), never in the user's own cache. Whatever the run starts (the graded
     suites' plugin, nbgrader's kernels, `python -m grader`, a class's workers) reads it too."""
-    folder = config.cache.mkdir("grader-oracle") if config.cache else _run_folder(config._tmp_path_factory)
+    cache = getattr(config, "cache", None)  # none with -p no:cacheprovider
+    folder = cache.mkdir("grader-oracle") if cache else _run_folder(config._tmp_path_factory)
     os.environ[CACHE_ENV] = str(folder)
 
 
