@@ -61,18 +61,21 @@ def test_random_programs_catch(assignment, name, oracle, tmp_path):
         assert suite in caught, f"{name} is no longer caught by the {suite} random programs"
 
 
+def _python(*args: str) -> subprocess.CompletedProcess:
+    """`python ARGS` in the kit's folder, the kit importable, as a user runs it there."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
 def test_a_failing_search_ends_with_its_program_shrunk(tmp_path):
     """The ungraded search on a wrong mul rule: it fails, naming the rule, and ends with the
     program shrunk to the one mul that shows the slip, as micrograd code to paste."""
     sub = materialize(MICROGRAD["mul-assigns"], tmp_path / "sub")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", f"--impl={sub}"]
-        + ["tests/public/micrograd/test_random.py", "-k", "search"],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = _python(
+        *("-m", "pytest", "-n", "0", "-p", "no:cacheprovider", f"--impl={sub}"),
+        *("tests/public/micrograd/test_random.py", "-k", "search"),
     )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     failure = done.stdout.split("test_hypothesis_search ___", 1)[1].split("short test summary", 1)[0]
@@ -85,21 +88,13 @@ def test_a_failing_search_ends_with_its_program_shrunk(tmp_path):
 def test_a_passing_search_never_imports_hypothesis():
     """On a correct submission each search checks its fixed programs and nothing else:
     hypothesis, a tenth of a student's run, is loaded only to shrink a failure (its own
-    pytest plugin is off, as the bundle's pytest.ini has it)."""
+    pytest plugin is off, in the kit's pytest settings as in the bundle's)."""
     check = (
         "import sys, pytest; "
-        "status = pytest.main(['-q', '-n', '0', '-p', 'no:cacheprovider', '-p', 'no:hypothesispytest', "
-        "'--impl=reference', "
+        "status = pytest.main(['-q', '-n', '0', '-p', 'no:cacheprovider', '--impl=reference', "
         "'tests/public/micrograd/test_random.py', 'tests/public/needle/test_random.py', '-k', 'search']); "
         "print('hypothesis' in sys.modules); sys.exit(status)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", check],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _python("-c", check)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "2 passed" in done.stdout and done.stdout.rstrip().endswith("False"), done.stdout[-2000:]
