@@ -58,8 +58,11 @@ class NodeRef:
 class Tape:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self.steps: list[Step] = []
         self.nodes: list[Node] = []
+        #: each op as `record` was given it: (op, inputs, kwargs, label), made a `Step` when
+        #: `steps` is first read
+        self._records: list[tuple[str, tuple, dict, str]] = []
+        self._steps: list[Step] = []
         #: the node of each backward call, in order
         self.outputs: list[int] = []
         #: without a tape, the nodes backward was called on (what `is_output` asks)
@@ -83,12 +86,20 @@ class Tape:
     def record(self, node: Node, op: str, inputs: tuple, kwargs: dict, label: str = "") -> None:
         if not self.enabled:
             return
-        refs = [
-            NodeRef(x.index) if isinstance(x, Node) and x.index is not None else _plain(x) for x in inputs
-        ]
         node.index = len(self.nodes)
         self.nodes.append(node)
-        self.steps.append(Step(op, refs, {k: _plain(v) for k, v in kwargs.items()}, label))
+        self._records.append((op, inputs, kwargs, label))
+
+    @property
+    def steps(self) -> list[Step]:
+        """Every recorded op as a `Step`, each made when first read: the structure of a
+        10**5-op chain that no diagnosis reads costs a list of tuples, not 10**5 steps."""
+        for op, inputs, kwargs, label in self._records[len(self._steps) :]:
+            refs = [
+                NodeRef(x.index) if isinstance(x, Node) and x.index is not None else _plain(x) for x in inputs
+            ]
+            self._steps.append(Step(op, refs, {k: _plain(v) for k, v in kwargs.items()}, label))
+        return self._steps
 
 
 def _plain(value: Any) -> Any:
