@@ -14,7 +14,8 @@ Releases the student bundle (`python -m grader release`) into a temporary folder
    case compared with the shipped answers) and with the untouched template, each against
    `python -c "import numpy, pytest"` in the same environment. Medians of --repeat runs,
    in wall and in CPU seconds.
-   The target: the reference's run in at most 2x the import.
+   The target: the reference's run in at most 2x the import. Under it lies the floor: the
+   import plus the CPU the reference needs to run the public cases alone (`cases_alone`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from timing import REPO
+from timing import REPO, cases_alone
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -155,6 +156,11 @@ def main() -> None:
                 f"{cpu / floor[1]:5.2f}x CPU"
             )
         print("  (target: the reference's run in at most 2x the import)")
+        alone = cases_alone("micrograd", args.repeat, ("public",))
+        print(
+            f"the floor: the reference runs the public micrograd cases alone in {alone:.2f} s of CPU "
+            f"(no pytest, no comparing), so no run is under {(floor[1] + alone) / floor[1]:.2f}x the import"
+        )
 
 
 if __name__ == "__main__":

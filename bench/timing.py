@@ -80,7 +80,7 @@ def cpu_timed(
     return statistics.median(walls), statistics.median(cpus)
 
 
-#: runs every public and hidden case of one assignment on the reference in this process, as a
+#: runs every case of one assignment's given suites on the reference in this process, as a
 #: sandbox worker runs them (no tapes read; a deep case's graph frozen, not collected), and
 #: prints the CPU seconds of the cases alone: not the imports, the suites' loading or a compare
 _CASES_ALONE = """
@@ -90,8 +90,8 @@ from grader.case.define import collect
 from grader.case.run import run_case
 from grader.case.limits import keep_garbage
 from grader.pipeline import REPO
-name = sys.argv[1]
-cases = collect(REPO / "tests", [name], ["public", "hidden"])
+name, suites = sys.argv[1], sys.argv[2:]
+cases = collect(REPO / "tests", [name], suites)
 assignment = assignments.get(name)
 modules = assignment.load(REPO / "reference")
 cpu = 0.0
@@ -107,12 +107,12 @@ print(json.dumps({"cpu": cpu}))
 """
 
 
-def cases_alone(assignment: str, repeat: int = 3) -> float:
-    """CPU seconds the reference takes to run every case of `assignment` once, in one process:
-    the floor under any grading that runs every case of a correct submission. The median of
-    `repeat` runs: on a shared machine one run's CPU time drifts with the others' load."""
+def cases_alone(assignment: str, repeat: int = 3, suites: tuple[str, ...] = ("public", "hidden")) -> float:
+    """CPU seconds the reference takes to run every case of `assignment` (of `suites`) once, in
+    one process: the floor under any grading that runs every case of a correct submission. The
+    median of `repeat` runs: on a shared machine one run's CPU time drifts with the others' load."""
     figures = []
-    command = [sys.executable, "-c", _CASES_ALONE, assignment]
+    command = [sys.executable, "-c", _CASES_ALONE, assignment, *suites]
     for _ in range(repeat):
         done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
         figures.append(json.loads(done.stdout.strip().splitlines()[-1])["cpu"])
