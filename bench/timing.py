@@ -84,11 +84,11 @@ def cpu_timed(
 #: sandbox worker runs them (no tapes read; a deep case's graph frozen, not collected), and
 #: prints the CPU seconds of the cases alone: not the imports, the suites' loading or a compare
 _CASES_ALONE = """
-import gc, json, sys, time
+import json, sys, time
 from grader import assignments
 from grader.case.define import collect
 from grader.case.run import run_case
-from grader.case.limits import keep_garbage
+from grader.case.limits import deep_case
 from grader.pipeline import REPO
 name, suites = sys.argv[1], sys.argv[2:]
 cases = collect(REPO / "tests", [name], suites)
@@ -96,13 +96,10 @@ assignment = assignments.get(name)
 modules = assignment.load(REPO / "reference")
 cpu = 0.0
 for case in cases:
-    if not case.trace:
-        gc.disable()
-    started = time.process_time()
-    run_case(case, assignment.engine(modules, trace=case.trace), [REPO], tape=False)
-    cpu += time.process_time() - started
-    if not case.trace:
-        keep_garbage()
+    with deep_case(not case.trace):
+        started = time.process_time()
+        run_case(case, assignment.engine(modules, trace=case.trace), [REPO], tape=False)
+        cpu += time.process_time() - started
 print(json.dumps({"cpu": cpu}))
 """
 

@@ -13,16 +13,15 @@ alone), so a rule that never returns fails only the cases that call it.
 from __future__ import annotations
 
 import contextlib
-import gc
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from grader import assignments
 from grader.case import hang
 from grader.case.define import Case
-from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, TimePolicy, keep_garbage, probe, settle_garbage
+from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, TimePolicy, deep_case, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 
@@ -93,7 +92,7 @@ class InProcessEngine:
         it `needs` (PyTorch's run says which: a short budget if one's rule hung on the probe).
         `tape`: read the tape after the case (or a function of the run that says whether to)."""
         self.probe()
-        with self._deep_garbage(case):
+        with deep_case(not case.trace, self.ends_after_run):
             return self._run(case, yardstick, list(needs), seconds, tape)
 
     def _run(
@@ -130,24 +129,6 @@ class InProcessEngine:
         if ran and (tape(run) if callable(tape) else tape):
             run.tape = self.read_tape(lib, wall)
         return run
-
-    @contextlib.contextmanager
-    def _deep_garbage(self, case: Case) -> Iterator[None]:
-        """A deep case (no tape) runs with the collector off, as in the sandbox's worker. Its
-        graph, garbage once the case is read, is then left frozen (`ends_after_run`) or, in a
-        process that goes on, collected at once: never inside a later case's time limit."""
-        if case.trace:
-            yield
-            return
-        gc.disable()
-        try:
-            yield
-        finally:
-            if self.ends_after_run:
-                keep_garbage()
-            else:
-                gc.enable()
-                gc.collect()
 
     def read_tape(self, lib: Any, seconds: float) -> list[dict[str, Any]]:
         """The tape of the case `lib` just ran, read as the sandbox's worker reads it: its reading

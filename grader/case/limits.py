@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,27 @@ def keep_garbage() -> None:
     pauses it would otherwise collect as it resumes it); it is on again now."""
     gc.freeze()
     gc.enable()
+
+
+@contextlib.contextmanager
+def deep_case(deep: bool, ends_after_run: bool = True) -> Iterator[None]:
+    """Around a case and its tape's reading, wherever cases run: a deep case (its tape off)
+    runs with the collector off, so its graph is never scanned, not even as the case ends.
+    The graph is then left frozen (`keep_garbage`) where the process ends after its suite, or
+    collected at once where it goes on (a notebook's kernel, the mutant checks): never inside
+    a later case's time limit."""
+    if not deep:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        if ends_after_run:
+            keep_garbage()
+        else:
+            gc.enable()
+            gc.collect()
 
 
 def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = None) -> tuple[bool, list[str]]:

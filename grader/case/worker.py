@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
 import json
 import os
 import resource  # imported before the worker becomes its user, who may not read it
@@ -33,7 +32,7 @@ from typing import Any, NoReturn
 from grader import assignments
 from grader.case import hang, seccomp, threads
 from grader.case.define import collect
-from grader.case.limits import PROBE_CPU, keep_garbage, probe, settle_garbage
+from grader.case.limits import PROBE_CPU, deep_case, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
@@ -140,24 +139,21 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
         lib = None  # the case's backend, kept for ASK_TAPE
-        if not case.trace:
-            gc.disable()  # a deep case's graph is never scanned, not even as the case ends
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
-            try:
-                with hang.cpu_budget(budgets.get(case_id)):
-                    lib = assignment.engine(modules, trace=case.trace)
-                    run = run_case(case, lib, [work], tape=False)
-            except hang.CaseTimedOut as exc:
-                run = Run(failure=describe_exception(exc, [work]))
-        hang.disarm()
-        run.output = buffer.getvalue()
-        run.notes, told = modules.notes[told:], len(modules.notes)
-        channel.send(run_to_wire(case_id, run, tape=None))
-        while channel.wait() == ASK_TAPE:
-            tape = read_tape(lib, modules, job["timeouts"][case_id]) if lib is not None else []
-            channel.send(tape_to_wire(case_id, tape))
-        if not case.trace:
-            keep_garbage()
+        with deep_case(not case.trace):
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
+                try:
+                    with hang.cpu_budget(budgets.get(case_id)):
+                        lib = assignment.engine(modules, trace=case.trace)
+                        run = run_case(case, lib, [work], tape=False)
+                except hang.CaseTimedOut as exc:
+                    run = Run(failure=describe_exception(exc, [work]))
+            hang.disarm()
+            run.output = buffer.getvalue()
+            run.notes, told = modules.notes[told:], len(modules.notes)
+            channel.send(run_to_wire(case_id, run, tape=None))
+            while channel.wait() == ASK_TAPE:
+                tape = read_tape(lib, modules, job["timeouts"][case_id]) if lib is not None else []
+                channel.send(tape_to_wire(case_id, tape))
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
 
 
