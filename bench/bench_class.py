@@ -11,8 +11,8 @@ class); their ratio; and how the class time grows from the first size to the las
 growth is the last size over the first). The oracle cache is warmed first, so neither side
 pays for PyTorch. `--lean` grades both sides on the test's lean selection of cases (two
 public cases per topic, no deep chain or random search), where per-submission start-up
-costs dominate; by default every case of both suites. Each class run's CPU time (the grader,
-its forked processes and every sandboxed worker) is printed per submission.
+costs dominate; by default every case of both suites. Each class run's CPU time (the machine's
+busy time while it ran: `timing.grade_cpu`) is printed per submission.
 
 The floor is what the reference's code alone needs to run every case of both assignments
 once (`timing.cases_alone`): no grading of a correct submission can cost less. Each size's
@@ -92,7 +92,7 @@ def main() -> int:
             print(
                 f"grade-class, {size} submissions on {cores} core(s): "
                 f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / cores:.3f} per core; "
-                f"CPU {cpu / size:.3f} s per submission (grader, its processes, sandboxed workers)"
+                f"CPU {cpu / size:.3f} s per submission (the machine's busy time)"
             )
             if floor is not None:
                 machine = seconds * cores / size

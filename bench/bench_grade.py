@@ -9,10 +9,10 @@ each after a short CPU budget once the probe before the cases has hung). The ora
 timed cold (an empty cache: torch is imported and every case runs on it) and warm; the
 reference is also graded in process, to show what the sandbox costs. The warm
 per-submission cost is also given as a ratio to `python -c "import numpy"`, and in CPU
-seconds: the grader's, its children's and the sandboxed workers' (see
-`grader.sandbox.process.CpuLedger`), which a busy machine does not inflate as it does wall
-time. Last, the time of the submission whose backward() never returns over the reference's
-(the grader's probe finds it before the cases: see `grader.sandbox.engine`).
+seconds: the machine's busy time while it ran, the sandboxed workers and the kernel's work
+for them included (see `timing.grade_cpu`; run it on an otherwise idle machine). Last, the
+time of the submission whose backward() never returns over the reference's (the grader's
+probe finds it before the cases: see `grader.sandbox.engine`).
 """
 
 from __future__ import annotations

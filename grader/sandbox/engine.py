@@ -394,7 +394,6 @@ class SandboxEngine:
             runs[case.id] = run
             self._note([self._local(n, work) for n in run.notes])
             worker.proceed()
-        worker.finish()
         return []
 
     def _wants_tape(self, case: Case, run: Run) -> bool:

@@ -38,27 +38,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 STARTUP = 10.0
 
 
-class CpuLedger:
-    """CPU seconds that bubblewrap's workers spent, summed over the workers closed so far.
-
-    bwrap does not reap its sandbox's processes into its own resource usage, so their CPU
-    time never reaches the grader's `RUSAGE_CHILDREN`; each wrapped worker's is read from
-    /proc just before it ends. A benchmark adds this to the grader's own figures."""
-
-    seconds = 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system time of process `pid` so far (0 when it cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        ticks = sum(int(f) for f in fields[11:13])
-        return ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 class Fault(Exception):
     """The worker did not deliver: the reason, in words meant for the student."""
 
@@ -197,7 +176,6 @@ class WorkerProcess:
         self.noise = bytearray()
         self.eof = False
         self.noise_eof = False
-        self._cpu: float | None = None
 
     @property
     def pid(self) -> int:
@@ -309,25 +287,8 @@ class WorkerProcess:
         except (OSError, ValueError):
             pass  # it is gone: the next `receive` says how
 
-    def finish(self, timeout: float = 1.0) -> None:
-        """After its last case: let the worker exit on its own (up to `timeout`), so that it
-        is reaped, and its CPU time counted in the grader's, like any child's; `close` still
-        follows and kills whatever is left."""
-        self._account()
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def _account(self) -> None:
-        """Wrapped, record the worker's CPU time once, while it can still be read."""
-        if self.wrapped and self._cpu is None and self.pid > 0:
-            self._cpu = cpu_seconds(self.pid)
-            CpuLedger.seconds += self._cpu
-
     def close(self) -> None:
         """Kill the whole process group (wrapped: the PID namespace too), reap, close the pipes."""
-        self._account()
         if self.sandbox_init is not None and self.proc.poll() is None:
             try:  # bwrap has not reaped it yet: the PID is still its init's; with it goes all inside
                 os.kill(self.sandbox_init, signal.SIGKILL)
