@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grader import ONE_THREAD
 from grader.case.limits import Limits
 from grader.case.quantity import MalformedResult
 from grader.case.wire import ASK_TAPE
@@ -79,9 +80,7 @@ def clean_env(work: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "PYTHONHASHSEED": "0",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
+        **ONE_THREAD,
     }
 
 
