@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from importlib import metadata
 from pathlib import Path
 
-from timing import REPO, cases_alone
+from timing import REPO, cases_alone, cpu_timed, run_once
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -45,25 +42,16 @@ def clean_env(venv: Path | None = None) -> dict[str, str]:
     return env
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode not in ok:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return seconds
-
-
 def setup(bundle: Path, requirements: Path, work: Path, extra: list[str]) -> tuple[float, int, Path]:
     """Seconds to install `requirements` into a fresh venv, bytes downloaded, the venv."""
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
-    seconds = run(
+    seconds, _ = run_once(
         [*pip, "install", "-q", "--no-cache-dir", "-r", str(requirements), *extra], bundle, clean_env(venv)
     )
     wheels = work / "wheels"
-    run(
+    run_once(
         [
             *pip,
             "download",
@@ -81,20 +69,6 @@ def setup(bundle: Path, requirements: Path, work: Path, extra: list[str]) -> tup
     )
     size = sum(p.stat().st_size for p in wheels.iterdir())
     return seconds, size, venv
-
-
-def median(
-    argv: list[str], cwd: Path, env: dict[str, str], repeat: int, ok: tuple[int, ...] = (0,)
-) -> tuple[float, float]:
-    """The median wall time and the median CPU time (user + system, its children's too) of
-    `repeat` runs: on a machine shared with other work, the wall time swings with the load."""
-    walls, cpus = [], []
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        walls.append(run(argv, cwd, env, ok))
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -138,12 +112,12 @@ def main() -> None:
 
         env = {**clean_env(venv), "GRADER_CACHE": str(tmp / "cache")}
         python = str(venv / "bin" / "python")
-        floor = median([python, "-c", "import numpy, pytest"], bundle, env, args.repeat)
+        floor = cpu_timed([python, "-c", "import numpy, pytest"], args.repeat, env, bundle)[:2]
         suite = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/public/micrograd"]
-        template = median(suite, bundle, env, args.repeat, ok=(1,))
+        template = cpu_timed(suite, args.repeat, env, bundle, ok=(1,))[:2]
         shutil.rmtree(bundle / "micrograd")
         shutil.copytree(REPO / "reference" / "micrograd", bundle / "micrograd")
-        reference = median(suite, bundle, env, args.repeat)
+        reference = cpu_timed(suite, args.repeat, env, bundle)[:2]
         print(f"a student's run (no torch), median of {args.repeat}: wall, CPU, ratios to the import")
         rows = [
             ("python -c 'import numpy, pytest'", floor),

@@ -15,16 +15,13 @@ unlike wall time, does not grow when other work shares the machine's cores.
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from timing import REPO, cpu_timed
+
 #: relu's rule in the reference, and what the looping copy has instead
 RULE = "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n"
 LOOP = "            while True:\n                pass\n"
@@ -43,22 +40,13 @@ def looping_copy(root: Path) -> Path:
     return root
 
 
-def run(impl: Path, timeout_plugin: bool) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds and the summary line of one pytest run on `impl`."""
+def run(impl: Path, timeout_plugin: bool, repeat: int = 1) -> tuple[float, float, str]:
+    """Median wall and CPU seconds of `repeat` pytest runs on `impl`, and the last one's
+    summary line."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/public/micrograd"]
     argv += [f"--impl={impl}"] + ([] if timeout_plugin else ["-p", "no:timeout"])
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=LIMIT)
-    except subprocess.TimeoutExpired:
-        raise SystemExit(f"{' '.join(argv)} did not end within {LIMIT:g} s") from None
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line), "")
+    wall, cpu, out = cpu_timed(argv, repeat, ok=(0, 1), timeout=LIMIT)
+    summary = next((line for line in reversed(out.splitlines()) if " in " in line), "")
     return wall, cpu, summary.strip("= ")
 
 
@@ -75,11 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         for plugin, label in ((True, "with pytest-timeout"), (False, "without pytest-timeout")):
             figures = {}
             for name, impl in (("correct", REPO / "reference"), ("relu looping", looping)):
-                runs = [run(impl, plugin) for _ in range(options.repeat)]
-                wall = statistics.median(r[0] for r in runs)
-                cpu = statistics.median(r[1] for r in runs)
+                wall, cpu, summary = run(impl, plugin, options.repeat)
                 figures[name] = wall, cpu
-                print(f"{label:24} {name:13} {wall:7.1f} s wall {cpu:7.1f} s CPU   {runs[-1][2]}")
+                print(f"{label:24} {name:13} {wall:7.1f} s wall {cpu:7.1f} s CPU   {summary}")
             (wall0, cpu0), (wall1, cpu1) = figures["correct"], figures["relu looping"]
             print(
                 f"{label:24} ratio         {wall1 / wall0:6.2f}x wall {cpu1 / cpu0:6.2f}x CPU  (target <= 3x)"

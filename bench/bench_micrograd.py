@@ -151,11 +151,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
 
-    floor, floor_cpu = cpu_timed([sys.executable, "-c", "import torch, pytest"], args.repeat)
+    floor, floor_cpu, _ = cpu_timed([sys.executable, "-c", "import torch, pytest"], args.repeat)
     suite = [sys.executable, "-m", "pytest", "-q", "tests/public/micrograd"]
-    cold, cold_cpu = cpu_timed([*suite, "--no-oracle-cache"], args.repeat)
+    cold, cold_cpu, _ = cpu_timed([*suite, "--no-oracle-cache"], args.repeat)
     cpu_timed(suite, 1)  # fills the disk cache (the afresh runs above do not write it): not timed
-    warm, warm_cpu = cpu_timed(suite, args.repeat)
+    warm, warm_cpu, _ = cpu_timed(suite, args.repeat)
     print(f"`import torch, pytest`: {floor:.2f} s ({floor_cpu:.2f} s CPU)")
     print(
         f"public micrograd suite, PyTorch oracle run afresh: {cold:.2f} s ({cold_cpu:.2f} s CPU); "

@@ -15,18 +15,32 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def run_once(
+    argv: list[str],
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    ok: tuple[int, ...] = (0,),
+    timeout: float | None = None,
+) -> tuple[float, str]:
+    """One run of `argv`: its wall seconds and its standard output. A run that exits with a
+    status not in `ok`, or is still running after `timeout` seconds, stops the benchmark
+    with what it printed."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{' '.join(argv)} did not end within {timeout:g} s") from None
+    seconds = time.perf_counter() - started
+    if done.returncode not in ok:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
 def timed(argv: list[str], repeat: int) -> tuple[float, str]:
     """The median wall time of `repeat` runs of `argv` from the project's root, and the last
-    run's standard output; a failed run stops the benchmark with its output."""
-    times, out = [], ""
-    for _ in range(repeat):
-        started = time.perf_counter()
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        times.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        out = done.stdout
-    return statistics.median(times), out
+    run's standard output."""
+    runs = [run_once(argv) for _ in range(repeat)]
+    return statistics.median(wall for wall, _ in runs), runs[-1][1]
 
 
 def busy_seconds() -> float:
@@ -42,9 +56,8 @@ def busy_timed(
     argv: list[str], repeat: int, env: dict[str, str] | None = None, cwd: Path = REPO
 ) -> tuple[float, float, str]:
     """The median wall time and the median CPU seconds of `repeat` runs of `argv`, and the
-    last run's standard output; a failed run stops the benchmark with its output. CPU time,
-    unlike wall time, does not grow when the cores are shared among more processes than they
-    can run at once.
+    last run's standard output. CPU time, unlike wall time, does not grow when the cores are
+    shared among more processes than they can run at once.
 
     The CPU time is the machine's busy time while the command ran, not a resource usage: no
     process reaps bubblewrap's sandboxed workers, nor the class run's fork server and the
@@ -53,13 +66,10 @@ def busy_timed(
     benchmark here needs anyway); counted in the kernel's ticks, a hundredth of a second."""
     walls, figures, out = [], [], ""
     for _ in range(repeat):
-        started, busy = time.perf_counter(), busy_seconds()
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
-        walls.append(time.perf_counter() - started)
+        busy = busy_seconds()
+        wall, out = run_once(argv, cwd, env)
         figures.append(busy_seconds() - busy)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        out = done.stdout
+        walls.append(wall)
     return statistics.median(walls), statistics.median(figures), out
 
 
@@ -69,22 +79,25 @@ def grade_cpu(args: list[str], repeat: int, env: dict[str, str] | None = None) -
 
 
 def cpu_timed(
-    argv: list[str], repeat: int, env: dict[str, str] | None = None, cwd: Path = REPO
-) -> tuple[float, float]:
-    """The median wall time and the median CPU time (user + system, the command and the
-    children it waited for) of `repeat` runs of `argv` from the project's root. On a machine
-    shared with other work, CPU time is the steadier of the two."""
-    walls, cpus = [], []
+    argv: list[str],
+    repeat: int,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    ok: tuple[int, ...] = (0,),
+    timeout: float | None = None,
+) -> tuple[float, float, str]:
+    """The median wall time and the median CPU time (user + system, the command's and the
+    children's it waited for) of `repeat` runs of `argv`, and the last run's standard output.
+    Precise to the microsecond, for a command whose every process is reaped (no sandbox: see
+    `busy_timed`). On a machine shared with other work, CPU time is the steadier of the two."""
+    walls, cpus, out = [], [], ""
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
-        walls.append(time.perf_counter() - started)
+        wall, out = run_once(argv, cwd, env, ok, timeout)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        walls.append(wall)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return statistics.median(walls), statistics.median(cpus)
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 #: runs every case of one assignment's given suites on the reference in this process, as a
