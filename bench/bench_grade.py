@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import REPO, grade_cpu, timed
+from timing import REPO, cases_alone, grade_cpu, timed
 
 BUGS = {
     "micrograd/engine.py": ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad"),
@@ -84,6 +84,11 @@ def main() -> None:
         per_numpy = wall["reference"] / numpy_time
         print(f"warm per-submission cost (reference) = {per_numpy:.1f} x importing numpy")
         print(f"warm per-submission CPU (reference) = {cpu['reference']:.2f} s (target <= 1.5 s)")
+        floor = sum(cases_alone(name) for name in ("micrograd", "needle"))
+        print(
+            f"  the floor: the reference runs every case of both assignments alone in {floor:.2f} s "
+            f"of CPU; grading takes {cpu['reference'] / floor:.2f}x it"
+        )
         ratio = wall["infinite loop"] / wall["reference"]
         print(f"infinite loop / reference, wall time = {ratio:.2f}x (target <= 2x)")
 
