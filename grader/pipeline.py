@@ -112,7 +112,7 @@ class InProcessRunner:
 
 @dataclass
 class SandboxRunner:
-    """The sandbox engine: each suite of each assignment in a confined worker process."""
+    """The sandbox engine: each assignment in a confined worker process, each suite in a child of it."""
 
     limits: Limits = field(default_factory=Limits)
     #: directories a worker must never see (reference/, the oracle's cache, ...)

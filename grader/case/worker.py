@@ -6,15 +6,25 @@ needs and of the suite files) importable. It never sees an expected value: it ge
 ids, collects those cases itself, runs them, and writes one message per case to the pipe
 FD. Everything it sends is untrusted by the grader, which parses it strictly.
 
-Messages, in order: `collected` (before any student code runs; it also says whether the
-seccomp filter is in force), then `ready` or `load_error`, then one `run` per case id.
-After `ready` and after each `run` the worker waits for a byte on stdin: the grader
-checks the live worker (its memory map) before it accepts a result and lets it go on.
+One worker serves one assignment. It sets itself up once (its user, its limits, these
+modules imported) and then runs each *phase* the grader sends on its stdin (one suite's
+cases: the public ones, then the hidden ones) in a child forked from it, one phase at a
+time: each phase starts from the same clean state, as a fresh process would, for the cost
+of a fork instead of an interpreter's start. The worker itself runs no student code and
+cannot be reached by it: the child installs the seccomp filter (no signals to other
+processes, no tracing) before the submission is imported, and the worker is not dumpable
+(no writing to its memory through /proc). When the child has exited, the worker says so
+(`ended`, with the child's exit status) and waits for the next phase.
+
+A phase's messages, in order: `collected` (before any student code runs; it also says
+whether the seccomp filter is in force), then `ready` or `load_error`, then one `run` per
+case id. After `ready` and after each `run` the child waits for a byte on stdin: the grader
+checks the live child (its memory map) before it accepts a result and lets it go on.
 
 A `run` holds the case's named results but not its tape (every node's value and gradient):
 only a diagnosis needs that, and only a case whose results are wrong gets one. So the grader,
 which alone knows the expected results, answers a wrong case's `run` with ASK_TAPE, and the
-worker reads the tape of the case it just ran and sends it as a `tape` message. A deep case
+child reads the tape of the case it just ran and sends it as a `tape` message. A deep case
 of a correct submission thus never pays for reading, sending and parsing its tape.
 """
 
@@ -26,6 +36,7 @@ import json
 import os
 import resource  # imported before the worker becomes its user, who may not read it
 import signal
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -35,7 +46,16 @@ from grader.case.define import collect
 from grader.case.limits import PROBE_CPU, deep_case, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
-from grader.case.wire import ASK_TAPE, MAX_NOTE, MAX_NOTES, MAX_TEXT, encode, run_to_wire, tape_to_wire
+from grader.case.wire import (
+    ASK_TAPE,
+    HEADER,
+    MAX_NOTE,
+    MAX_NOTES,
+    MAX_TEXT,
+    encode,
+    run_to_wire,
+    tape_to_wire,
+)
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.case.worker import main; main(sys.argv[1:])"
 
@@ -48,15 +68,30 @@ def set_limits(memory_mib: int, file_mib: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_DUMPABLE = 1, 3, 4
+
+
+def _prctl(option: int, value: int = 0) -> int:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        return -1
+
+
+def die_with_parent() -> None:
+    """Die with the parent process, however it dies (even SIGKILL leaves no worker spinning);
+    exit now if it is gone already."""
+    parent = os.getppid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # not Linux: the grader's process-group kill still applies
+    if os.getppid() != parent:  # the parent died before the signal was set
+        os._exit(0)
 
 
 def become(user: list[int] | None) -> None:
     """Before anything else: where the grader is root and names a user (Gradescope), become
     that unprivileged user for good, so the submission can read and write only what anyone
-    may; then die with the grader, however it dies (even SIGKILL leaves no worker spinning).
-    The death signal is set after the switch, which would clear it."""
-    parent = os.getppid()
+    may; then die with the grader. The death signal is set after the switch, which would
+    clear it."""
     if user is not None:
         uid, gid = user
         os.setgroups([])
@@ -64,13 +99,7 @@ def become(user: list[int] | None) -> None:
         os.setuid(uid)  # also drops every capability: root-ness cannot come back
         if os.getuid() != uid or os.geteuid() != uid:
             os._exit(125)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the grader's process-group kill still applies
-    if os.getppid() != parent:  # the grader died before the signal was set
-        os._exit(0)
+    die_with_parent()
 
 
 class Channel:
@@ -94,11 +123,68 @@ class Channel:
 
 
 def main(argv: list[str]) -> None:
-    """The worker: its own process, collecting the suite, then serving the job."""
+    """The worker: its own process, set up once, then one forked child per phase."""
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
-    serve(fd, job, collected(lib, job["assignment"], job["suite"]))
+    channel = Channel(fd)
+    dumpable = _prctl(PR_GET_DUMPABLE)
+    _prctl(PR_SET_DUMPABLE, 0)
+    while (phase := read_phase()) is not None:
+        child = os.fork()
+        if child == 0:
+            status = 1
+            try:
+                if dumpable > 0:
+                    _prctl(PR_SET_DUMPABLE, dumpable)  # the child is as the worker was
+                die_with_parent()
+                both = {**job, **phase}
+                serve(fd, both, collected(lib, both["assignment"], both["suite"]))
+            except BaseException as exc:
+                status = exit_status(exc)
+            finally:
+                os._exit(status)  # never back into this loop, whatever happened
+
+        _, status = os.waitpid(child, 0)
+        channel.send({"kind": "ended", "status": os.waitstatus_to_exitcode(status)})
+    os._exit(0)
+
+
+def exit_status(exc: BaseException) -> int:
+    """What the interpreter would have exited with, had `exc` ended it (the child exits with
+    `os._exit`, never into the worker's loop): `sys.exit`'s code, else the traceback printed
+    to the output the grader keeps, and 1."""
+    code = exc.code if isinstance(exc, SystemExit) else 1
+    if not isinstance(exc, SystemExit):
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    elif code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    return (code or 0) & 0xFF
+
+
+def read_phase() -> dict[str, Any] | None:
+    """The grader's next phase (a framed JSON object on stdin), or None: no more."""
+    header = _read_exactly(HEADER.size)
+    if header is None:
+        return None
+    data = _read_exactly(HEADER.unpack(header)[0])
+    return None if data is None else json.loads(data)
+
+
+def _read_exactly(size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
 
 
 def collected(lib: Path, assignment: str, suite: str) -> dict[str, Any]:

@@ -209,14 +209,19 @@ def first_process(proc: subprocess.Popen, deadline: float) -> int | None:
         time.sleep(0.002)
 
 
-def only_child(pid: int) -> int | None:
-    """The one child of `pid` (bwrap's init in the PID namespace runs the worker as its child)."""
+def children(pid: int) -> list[int] | None:
+    """The children of single-threaded process `pid`, or None: it cannot be read (it is gone)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            children = [int(c) for c in fh.read().split()]
+            return [int(c) for c in fh.read().split()]
     except (OSError, ValueError):
         return None
-    return children[0] if len(children) == 1 else None
+
+
+def only_child(pid: int) -> int | None:
+    """The one child of `pid` (bwrap's init in the PID namespace runs the worker as its child)."""
+    found = children(pid)
+    return found[0] if found is not None and len(found) == 1 else None
 
 
 def exit_status(code: int) -> int:

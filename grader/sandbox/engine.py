@@ -1,10 +1,13 @@
 """`SandboxEngine`: run a submission's cases in worker processes, one case after another.
 
-One worker serves all cases of one suite of one assignment (public before hidden, never
-both in one worker: nothing a hidden case sees can reach public feedback). When a case
-times out, crashes the worker, exhausts its memory or answers with anything malformed,
-that case gets a fault and a fresh worker takes the remaining ones. A submission that
-cannot be imported faults every case of that worker. The total budget bounds it all.
+One worker serves one assignment, and runs each of its suites (public before hidden) in a
+phase of its own: a child forked from it, which alone runs the submission's code (see
+`grader.case.worker`). The hidden suite enters the worker's `lib/` only once the public
+phase's child is gone and has left no process behind: nothing a hidden case sees can reach
+public feedback. When a case times out, crashes the child, exhausts its memory or answers
+with anything malformed, that case gets a fault and a fresh worker takes the remaining ones.
+A submission that cannot be imported faults every case of that phase. The total budget
+bounds it all.
 
 The time limits are `grader.case.limits`'s, as everywhere cases run: each assignment's
 first worker runs the probe before its first case; if backward() hung on it, the worker
@@ -30,11 +33,13 @@ from grader.case.run import Run
 from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
-from grader.sandbox.root import SandboxError, build, copy_grader
+from grader.sandbox.root import SandboxError, add_suite, build, copy_grader
 from grader.verdict.compare import compare
 from grader.verdict.integrity import Finding, extra_threads, libraries_in
 
 SUITE_ORDER = ("public", "hidden")
+#: seconds a phase's child may take to exit after its last case (it exits at once)
+PHASE_END = 5.0
 UNCHECKED = "the worker exited before its result could be checked"
 THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
@@ -161,6 +166,12 @@ class SandboxEngine:
         #: the run's one copy of the grader's worker modules, bound into each wrapped worker
         #: (None: each worker's lib/ holds its own copy)
         self.grader: Path | None = None
+        #: assignment -> its live worker, between phases
+        self.workers: dict[str, WorkerProcess] = {}
+        #: whether the phase being served ended as planned, its child exiting by itself under
+        #: the seccomp filter (no process of its own can outlive it): then its worker may
+        #: begin another phase
+        self.phase_over = False
 
     def run_all(
         self,
@@ -177,6 +188,7 @@ class SandboxEngine:
         groups: dict[tuple[str, str], list[Case]] = {}
         for case in sorted(cases, key=lambda c: SUITE_ORDER.index(c.suite)):
             groups.setdefault((case.assignment, case.suite), []).append(case)
+        left = Counter(assignment for assignment, _ in groups)  # each assignment's groups still to run
         with scratch.run_directory() as tmp, confine.undumpable():
             self.grader = None
             if self.isolation == "bubblewrap" and groups:  # one copy, bound read-only into each
@@ -184,17 +196,56 @@ class SandboxEngine:
                 copy_grader(self.grader)
                 if self.user is not None:
                     readable(self.grader)
-            for (assignment, suite), group in groups.items():
-                root = tmp / f"{suite}-{assignment}"
-                root.mkdir()
-                lib, work = build(
-                    root, self.directory, self.suites_dir, suite, assignment, grader=self.grader is None
-                )
-                if self.user is not None:
-                    hand_over(tmp, lib, work, self.user)
-                    os.chmod(root, 0o711)
-                self._run_group(lib, work, assignment, suite, group, runs)
+            roots: dict[str, tuple[Path, Path]] = {}
+            try:
+                for (assignment, suite), group in groups.items():
+                    if assignment not in roots:
+                        roots[assignment] = self._root(tmp, assignment)
+                    lib, work = roots[assignment]
+                    added = add_suite(lib, self.suites_dir, suite, assignment)
+                    if self.user is not None:
+                        readable(added.parent)
+                    self._run_group(lib, work, assignment, suite, group, runs)
+                    left[assignment] -= 1
+                    if not left[assignment] and assignment in self.workers:
+                        self.workers.pop(assignment).close()
+            finally:
+                while self.workers:
+                    self.workers.popitem()[1].close()
         return [runs[case.id] for case in cases]
+
+    def _root(self, tmp: Path, assignment: str) -> tuple[Path, Path]:
+        """The `lib/` and `work/` of one assignment's workers (see `grader.sandbox.root`)."""
+        root = tmp / assignment
+        root.mkdir()
+        lib, work = build(root, self.directory, assignment, grader=self.grader is None)
+        if self.user is not None:
+            hand_over(tmp, lib, work, self.user)
+            os.chmod(root, 0o711)
+        return lib, work
+
+    def _worker(self, lib: Path, work: Path, assignment: str) -> WorkerProcess:
+        """The assignment's worker, started now if it has none (or its last one failed)."""
+        if assignment not in self.workers:
+            job = {
+                "assignment": assignment,
+                "memory_mib": self.limits.memory,
+                "file_mib": self.limits.file_size,
+                "user": list(self.user) if self.user is not None else None,
+            }
+            wrapped = self.isolation == "bubblewrap"
+            preexec = confine.preexec(work, self.hidden) if self.isolation == "mount namespace" else None
+            self.workers[assignment] = WorkerProcess(
+                lib,
+                work,
+                job,
+                self.limits,
+                preexec,
+                wrapped=wrapped,
+                switch_user=self.user is not None,
+                grader=self.grader,
+            )
+        return self.workers[assignment]
 
     def _run_group(
         self,
@@ -220,30 +271,23 @@ class SandboxEngine:
                 for case in remaining:
                     runs[case.id] = Run(fault=f"grading budget exhausted ({self.budget.seconds:g} s)")
                 return
-            job = {
-                "assignment": assignment,
-                "suite": suite,
-                "ids": [c.id for c in remaining],
-                "timeouts": {c.id: self._timeout(c) for c in remaining},
-                "probe": self.policy.probing(assignment),
-                "cpu": {c.id: cpu for c in remaining if (cpu := self._cpu(c))},
-                "load_timeout": self.limits.timeout,
-                "memory_mib": self.limits.memory,
-                "file_mib": self.limits.file_size,
-                "user": list(self.user) if self.user is not None else None,
-            }
-            wrapped = self.isolation == "bubblewrap"
-            preexec = (
-                confine.preexec(lib.parent, self.hidden) if self.isolation == "mount namespace" else None
+            worker = self._worker(lib, work, assignment)
+            worker.begin(
+                {
+                    "suite": suite,
+                    "ids": [c.id for c in remaining],
+                    "timeouts": {c.id: self._timeout(c) for c in remaining},
+                    "probe": self.policy.probing(assignment),
+                    "cpu": {c.id: cpu for c in remaining if (cpu := self._cpu(c))},
+                    "load_timeout": self.limits.timeout,
+                }
             )
-            switch = self.user is not None
-            worker = WorkerProcess(
-                lib, work, job, self.limits, preexec, wrapped=wrapped, switch_user=switch, grader=self.grader
-            )
+            self.phase_over = False
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:
-                worker.close()
+                if not (self.phase_over and worker.end(min(PHASE_END, max(self.budget.left(), 0.1)))):
+                    self.workers.pop(assignment).close()  # the next phase gets a fresh worker
 
     def _timeout(self, case: Case) -> float:
         given = self.timeouts.get(case.id, self.limits.timeout)
@@ -327,9 +371,12 @@ class SandboxEngine:
             ) from None
         if first.get("kind") != "collected" or first.get("missing"):
             raise SandboxError(f"the sandbox worker could not collect the cases: {first}"[:2000])
-        self.filtered = self.filtered and first.get("seccomp") is True
+        filtered = first.get("seccomp") is True
+        self.filtered = self.filtered and filtered
         try:
             loaded = self._wait(worker, self.limits.timeout, work)
+            # a child that could not import the submission says so and exits
+            self.phase_over = filtered and loaded.get("kind") == "load_error"
         except Fault as fault:
             loaded = {"kind": "load_error", "message": f"importing {assignment} failed: {fault}"}
             if str(fault).startswith("timed out") and not isinstance(fault, BudgetExhausted):
@@ -394,6 +441,7 @@ class SandboxEngine:
             runs[case.id] = run
             self._note([self._local(n, work) for n in run.notes])
             worker.proceed()
+        self.phase_over = filtered
         return []
 
     def _wants_tape(self, case: Case, run: Run) -> bool:

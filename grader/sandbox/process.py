@@ -1,16 +1,19 @@
 """One worker process, watched from the grader's side.
 
-The grader owns the clock and the kill switch. It waits for the worker's messages with a
-deadline; when the deadline passes, or the worker's memory grows past the limit, or the
-worker dies, it says why in a `Fault` and kills the worker's whole process group with
-SIGKILL (which no signal handler can ignore). Whatever the worker prints goes to a pipe
-the grader drains, keeping only the last few KiB: 50 MB of output costs a few reads.
+The worker serves one assignment, running each phase (one suite's cases) in a child forked
+from it (see `grader.case.worker`). The grader owns the clock and the kill switch. It waits
+for the phase's messages with a deadline; when the deadline passes, or the child's memory
+grows past the limit, or it dies, the grader says why in a `Fault` and kills the worker's
+whole process group with SIGKILL (which no signal handler can ignore). Whatever the worker
+prints goes to a pipe the grader drains, keeping only the last few KiB: 50 MB of output
+costs a few reads.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import functools
 import json
 import os
@@ -27,7 +30,7 @@ from typing import Any
 from grader import ONE_THREAD
 from grader.case.limits import Limits
 from grader.case.quantity import MalformedResult
-from grader.case.wire import ASK_TAPE
+from grader.case.wire import ASK_TAPE, encode
 from grader.case.worker import BOOT
 from grader.sandbox import bwrap
 from grader.sandbox.protocol import FrameReader, decode
@@ -106,8 +109,13 @@ def _before_exec(confine: Callable[[], None] | None) -> None:
         confine()
 
 
+#: bytes the grader's pipe to the worker holds: a phase's case list fits, so writing it never waits
+STDIN_PIPE = 1 << 20
+
+
 class WorkerProcess:
-    """A started worker: `receive` its messages in order, then `close` it (always)."""
+    """A started worker: `begin` a phase, `receive` its messages in order, `end` it (then
+    another may begin); `close` the worker (always)."""
 
     def __init__(
         self,
@@ -128,7 +136,9 @@ class WorkerProcess:
         self.wrapped = wrapped
         #: bwrap's first process inside the PID namespace (the worker's parent), if wrapped
         self.sandbox_init: int | None = None
+        #: the worker's PID and its phase's child's, as the grader sees them, once found
         self._worker_pid: int | None = None
+        self._child_pid: int | None = None
         #: /proc file name -> its open descriptor (see `read_proc`)
         self._proc_fds: dict[str, int] = {}
         result_r, result_w = os.pipe()
@@ -154,6 +164,10 @@ class WorkerProcess:
             for fd in (result_w, noise_w):
                 os.close(fd)
         self.result_fd, self.noise_fd = result_r, noise_r
+        try:
+            fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, STDIN_PIPE)
+        except (OSError, AttributeError):
+            pass  # the default (64 KiB): a larger phase waits for the worker to read it
         if wrapped:
             try:
                 self.sandbox_init = bwrap.first_process(self.proc, time.monotonic() + STARTUP)
@@ -178,13 +192,47 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
-        """The worker's PID as the grader sees it (for /proc/PID/maps and statm). Wrapped, that
-        is not bwrap's PID but its init's only child, found once it exists (-1 until then)."""
+        """The PID of the phase's child as the grader sees it (for /proc/PID/maps and statm),
+        found once it exists (-1 until then): the worker's only child. Wrapped, the worker is
+        not bwrap's PID but its init's only child."""
+        if self._child_pid is None:
+            worker = self._worker()
+            if worker is not None:
+                self._child_pid = bwrap.only_child(worker)
+        return self._child_pid if self._child_pid is not None else -1
+
+    def _worker(self) -> int | None:
         if not self.wrapped:
             return self.proc.pid
         if self._worker_pid is None and self.sandbox_init is not None:
             self._worker_pid = bwrap.only_child(self.sandbox_init)
-        return self._worker_pid if self._worker_pid is not None else -1
+        return self._worker_pid
+
+    def begin(self, phase: dict[str, Any]) -> None:
+        """Have the worker fork a child that runs this phase (see `grader.case.worker`)."""
+        self._child_pid = None
+        for fd in self._proc_fds.values():
+            os.close(fd)
+        self._proc_fds.clear()
+        self.noise.clear()  # a stack dump of the last phase is no clue to this one
+        try:
+            self.proc.stdin.write(encode(phase))
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it is gone: the next `receive` says how
+
+    def end(self, seconds: float) -> bool:
+        """After a phase's last case: wait up to `seconds` for its child to exit. True if it
+        did, and left no other process behind it: the worker can begin another phase."""
+        try:
+            message = self._next(time.monotonic() + seconds)
+        except Fault:
+            return False
+        if message.get("kind") != "ended":
+            return False
+        worker = self._worker()
+        self._child_pid = None
+        return worker is not None and bwrap.children(worker) == []
 
     def _drain_noise(self) -> None:
         if self.noise_eof:
@@ -250,7 +298,16 @@ class WorkerProcess:
         return describe_exit(code, self.noise.decode(errors="replace"), self.limits.memory)
 
     def receive(self, deadline: float) -> dict[str, Any]:
-        """The next message, or `Fault`/`Timeout` (the worker is then good only for `close`)."""
+        """The phase's next message, or `Fault`/`Timeout` (the worker is then good only for
+        `close`)."""
+        message = self._next(deadline)
+        if message.get("kind") == "ended":  # the child exited before its phase was over
+            status = message.get("status")
+            code = status if type(status) is int else 1
+            raise Crash(describe_exit(code, self.read_noise(), self.limits.memory))
+        return message
+
+    def _next(self, deadline: float) -> dict[str, Any]:
         while not self.pending:
             if self.eof or self.proc.poll() is not None:
                 self._read_results()  # what it wrote before exiting still counts

@@ -2,10 +2,11 @@
 
 `lib/` holds what runs beside student code and nothing else: the `grader.case` package and
 the assignments' folders, each without its `oracle.py` (copied whole, by role, so what a
-worker can reach is read off the tree), the suite files of one suite, a link to numpy, and
-`pyseccomp` (one pure-Python module over the system's libseccomp, for the worker's filter).
-`work/` holds a copy of the submission's package under grading and is the worker's cwd. No
-path in either leads to `reference/`, to the other suite, to the oracle or its cache.
+worker can reach is read off the tree), the suite files of the suites run so far (the hidden
+suite only once the public cases are over), a link to numpy, and `pyseccomp` (one
+pure-Python module over the system's libseccomp, for the worker's filter). `work/` holds a
+copy of the submission's package under grading and is the worker's cwd. No path in either
+leads to `reference/`, to the oracle or its cache.
 
 Every Python file of `lib/` comes with its bytecode, compiled once per grading process
 (`trusted_file`): a worker cannot write bytecode into its read-only `lib/`, so without it
@@ -129,18 +130,13 @@ def copy_grader(dest: Path) -> None:
         _copy_trusted(path, dest / path.relative_to(GRADER))
 
 
-def build(
-    root: Path, submission: Path, suites_dir: Path, suite: str, assignment: str, grader: bool = True
-) -> tuple[Path, Path]:
-    """Create `root/lib` and `root/work` for running one suite of one assignment. Without
-    `grader`, `lib/grader` is left empty: a copy shared by the run's workers is bound there
-    read-only (bubblewrap: see `grader.sandbox.bwrap.argv`)."""
+def build(root: Path, submission: Path, assignment: str, grader: bool = True) -> tuple[Path, Path]:
+    """Create `root/lib` and `root/work` for running one assignment's cases, its suites not
+    yet in `lib/` (see `add_suite`). Without `grader`, `lib/grader` is left empty: a copy
+    shared by the run's workers is bound there read-only (bubblewrap: see
+    `grader.sandbox.bwrap.argv`)."""
     lib, work = root / "lib", root / "work"
-    suite_src = suites_dir / suite / assignment
-    suite_dest = lib / "suites" / suite / assignment
-    suite_dest.mkdir(parents=True)
-    if suite_src.is_dir():
-        _copy_tree(suite_src, suite_dest, _copy_trusted)
+    (lib / "suites").mkdir(parents=True)
     if grader:
         copy_grader(lib / "grader")
     else:
@@ -156,6 +152,18 @@ def build(
     work.mkdir()
     copy_submission(submission, work, assignment)
     return lib, work
+
+
+def add_suite(lib: Path, suites_dir: Path, suite: str, assignment: str) -> Path:
+    """Copy one suite of `assignment` into `lib/suites/` (nothing if it is there already),
+    where the worker collects it. The grader adds the hidden suite only once no process
+    that ran public cases is left: until then the worker's `lib/` holds no hidden file."""
+    src, dest = suites_dir / suite / assignment, lib / "suites" / suite / assignment
+    if not dest.is_dir():
+        dest.mkdir(parents=True)
+        if src.is_dir():
+            _copy_tree(src, dest, _copy_trusted)
+    return dest
 
 
 def copy_submission(submission: Path, work: Path, assignment: str) -> None:

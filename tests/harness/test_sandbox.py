@@ -25,7 +25,7 @@ from grader.report.markdown import markdown
 from grader.sandbox import Limits
 from grader.sandbox.engine import SandboxEngine
 from grader.sandbox.protocol import FrameReader, decode, parse_run, parse_tape
-from grader.sandbox.root import SandboxError, build
+from grader.sandbox.root import SandboxError, add_suite, build
 from grader.verdict import integrity
 from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
@@ -177,7 +177,9 @@ def test_only_a_case_with_wrong_results_has_its_tape_sent(tmp_path, oracle):
 
 
 def test_the_worker_gets_no_oracle_no_verdict_and_one_suite(tmp_path):
-    lib, work = build(tmp_path, REPO / "reference", SMALL, "public", "micrograd")
+    lib, work = build(tmp_path, REPO / "reference", "micrograd")
+    assert list((lib / "suites").iterdir()) == []  # each suite comes when its phase does
+    add_suite(lib, SMALL, "public", "micrograd")
     shipped = {p.relative_to(lib).as_posix() for p in lib.rglob("*.py") if "numpy" not in p.parts}
     packages = {p.split("/")[1] for p in shipped if p.startswith("grader/")}
     assert packages == {"__init__.py", "case", "assignments"}
@@ -534,3 +536,29 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
                 continue
             varies = len(in_process_verdicts(sub, case_id, oracle) | {verdict}) > 1
             assert varies, (bug.name, case_id, boxed[case_id], verdict)
+
+
+def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, monkeypatch):
+    """Each suite runs in a child forked from the assignment's one worker: the interpreter
+    starts once per assignment, not once per suite. A child that dies takes only its own
+    worker with it: a fresh one serves the rest."""
+    from grader.sandbox import engine
+
+    started = []
+
+    class Counted(engine.WorkerProcess):
+        def __init__(self, *args, **kwargs):
+            started.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "WorkerProcess", Counted)
+    report = grade(REPO / "reference", "all", ["micrograd"], SMALL, oracle, limits=FAST)
+    assert report.score == report.max_score and len(started) == 1
+
+    started.clear()
+    crash = ("        self.grad += out.grad\n", "        import os; os._exit(7)\n")
+    sub = submission(tmp_path, edits=[crash])  # add's rule: every case with backward() through an add
+    report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=FAST)
+    verdicts = {r.name: r for r in report.results}
+    assert "exited with status 7" in verdicts["add"].message and len(started) > 1
+    assert verdicts["tanh_chain"].passed  # hidden, and no add in it

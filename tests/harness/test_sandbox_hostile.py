@@ -79,6 +79,8 @@ EXPECTED = {
     # of time or memory or after its libraries are mapped (and seen); with more it loads, and
     # is seen (test below). Under bubblewrap it is not there to import: the base runs honestly.
     "torch_smuggled": ("public", PUBLIC, ("importing micrograd failed", "uses torch to compute gradients")),
+    # what each phase could see: see test_public_cases_never_see_the_hidden_suite
+    "peek_at_suites": ("all", ALL, "suites in reach: ['test_small.py'"),
 }
 ISOLATION = engine.strongest_isolation()
 if ISOLATION == "bubblewrap":
@@ -250,3 +252,16 @@ def test_workers_cannot_start_processes_or_signal_others(tmp_path, oracle):
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_public_cases_never_see_the_hidden_suite(tmp_path, oracle):
+    """One worker serves both suites of an assignment, each in a child of its own: the hidden
+    suite's files enter its lib/ only after the public child is gone."""
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / "peek_at_suites" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    seen = {short(r.id): r.message for r in report.results}
+    for case in PUBLIC:
+        assert "'test_small.py'" in seen[case] and "test_small_hidden" not in seen[case], seen[case]
+    for case in ("sub_div", "tanh_chain"):
+        assert "'test_small_hidden.py'" in seen[case], seen[case]

@@ -34,6 +34,7 @@ for path in {secrets!r}:
         found[path] = type(exc).__name__
 found["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 found["me"] = os.getpid()
+found["parent"] = os.getppid()
 found["interfaces"] = [name for _, name in socket.if_nameindex()]
 try:
     socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
@@ -93,7 +94,8 @@ def test_a_worker_sees_only_what_it_is_given(tmp_path, oracle):
     found = json.loads(message[message.index("PROBE") + 5 : message.index("END")])
     assert found[secrets[0]] == "FileNotFoundError"  # another directory under /tmp
     assert found[secrets[1]] == "FileNotFoundError"  # the home directory
-    assert set(found["pids"]) == {1, found["me"]}  # bwrap's init and the worker itself
+    # bwrap's init, the worker and its child that runs the cases (this one): nothing else
+    assert set(found["pids"]) == {1, found["parent"], found["me"]}
     assert found["interfaces"] == ["lo"] and found["connect"] != "connected"
     assert found["torch"] == "ModuleNotFoundError"
     assert Path(in_home.name).name not in (found["home"] or [])
