@@ -7,14 +7,14 @@ ids, collects those cases itself, runs them, and writes one message per case to 
 FD. Everything it sends is untrusted by the grader, which parses it strictly.
 
 One worker serves one assignment. It sets itself up once (its user, its limits, these
-modules imported) and then runs each *phase* the grader sends on its stdin (one suite's
-cases: the public ones, then the hidden ones) in a child forked from it, one phase at a
-time: each phase starts from the same clean state, as a fresh process would, for the cost
-of a fork instead of an interpreter's start. The worker itself runs no student code and
-cannot be reached by it: the child installs the seccomp filter (no signals to other
-processes, no tracing) before the submission is imported, and the worker is not dumpable
-(no writing to its memory through /proc). When the child has exited, the worker says so
-(`ended`, with the child's exit status) and waits for the next phase.
+modules and the assignment's adapter imported) and then runs each *phase* the grader sends
+on its stdin (one suite's cases: the public ones, then the hidden ones) in a child forked
+from it, one phase at a time: each phase starts from the same clean state, as a fresh
+process would, for the cost of a fork instead of an interpreter's start. The worker itself
+runs no student code and cannot be reached by it: the child installs the seccomp filter (no
+signals to other processes, no tracing) before the submission is imported, and the worker
+is not dumpable (no writing to its memory through /proc). When the child has exited, the
+worker says so (`ended`, with the child's exit status) and waits for the next phase.
 
 A phase's messages, in order: `collected` (before any student code runs; it also says
 whether the seccomp filter is in force), then `ready` or `load_error`, then one `run` per
@@ -127,6 +127,7 @@ def main(argv: list[str]) -> None:
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
+    assignments.get(job["assignment"])  # its adapter (and numpy, if it needs it) imported once
     channel = Channel(fd)
     dumpable = _prctl(PR_GET_DUMPABLE)
     _prctl(PR_SET_DUMPABLE, 0)
