@@ -58,8 +58,10 @@ def _mounts() -> list[tuple[str, int]]:
     return found
 
 
-def confine(writable: str, hidden: list[str]) -> None:
-    """In the child, before exec: everything read-only but `writable`; `hidden` emptied."""
+def confine(writable: str, hidden: list[str], user: tuple[int, int] | None = None) -> None:
+    """In the child, before exec: everything read-only but `writable`; `hidden` emptied; then,
+    with `user` (uid, gid), become that user (the worker could not: it has no capability
+    left once it runs)."""
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare")  # and no network at all
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount(writable, writable, None, MS_BIND | MS_REC)
@@ -76,10 +78,18 @@ def confine(writable: str, hidden: list[str]) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     for cap in range(64):
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability: EINVAL, ignored
+    if user is not None:
+        uid, gid = user
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
 
 
-def preexec(writable: Path, hidden: Iterable[Path]) -> Callable[[], None]:
-    """The `preexec_fn` for a worker; `hidden` keeps only directories outside `writable`."""
+def preexec(
+    writable: Path, hidden: Iterable[Path], user: tuple[int, int] | None = None
+) -> Callable[[], None]:
+    """The `preexec_fn` for a worker; `hidden` keeps only directories outside `writable`;
+    `user`: the worker runs as this (uid, gid)."""
     root = writable.resolve()
     # never the interpreter's own environment: a virtual environment made inside the
     # submission's directory (a student's repository) must stay visible, or no worker starts
@@ -90,7 +100,7 @@ def preexec(writable: Path, hidden: Iterable[Path]) -> Callable[[], None]:
         if p.is_dir() and not root.is_relative_to(p) and not interpreter.is_relative_to(p)
     }
     outer = [p for p in dirs if not any(p != q and p.is_relative_to(q) for q in dirs)]  # covered with them
-    return functools.partial(confine, str(root), sorted(map(str, outer)))
+    return functools.partial(confine, str(root), sorted(map(str, outer)), user)
 
 
 @functools.cache

@@ -227,14 +227,15 @@ class SandboxEngine:
     def _worker(self, lib: Path, work: Path, assignment: str) -> WorkerProcess:
         """The assignment's worker, started now if it has none (or its last one failed)."""
         if assignment not in self.workers:
+            confined = self.isolation == "mount namespace"  # and then it becomes the user itself
             job = {
                 "assignment": assignment,
                 "memory_mib": self.limits.memory,
                 "file_mib": self.limits.file_size,
-                "user": list(self.user) if self.user is not None else None,
+                "user": list(self.user) if self.user is not None and not confined else None,
             }
             wrapped = self.isolation == "bubblewrap"
-            preexec = confine.preexec(work, self.hidden) if self.isolation == "mount namespace" else None
+            preexec = confine.preexec(work, self.hidden, self.user) if confined else None
             self.workers[assignment] = WorkerProcess(
                 lib,
                 work,
