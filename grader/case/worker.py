@@ -14,7 +14,10 @@ process would, for the cost of a fork instead of an interpreter's start. The wor
 runs no student code and cannot be reached by it: the child installs the seccomp filter (no
 signals to other processes, no tracing) before the submission is imported, and the worker
 is not dumpable (no writing to its memory through /proc). When the child has exited, the
-worker says so (`ended`, with the child's exit status) and waits for the next phase.
+worker says so (`ended`, with the child's exit status) and waits for the next phase. The
+last phase (the grader says which) the worker runs itself, and then exits: no fork, and no
+copy of each page of the worker's memory the child writes to (Python writes reference
+counts everywhere).
 
 A phase's messages, in order: `collected` (before any student code runs; it also says
 whether the seccomp filter is in force), then `ready` or `load_error`, then one `run` per
@@ -132,7 +135,7 @@ def main(argv: list[str]) -> None:
     dumpable = _prctl(PR_GET_DUMPABLE)
     _prctl(PR_SET_DUMPABLE, 0)
     while (phase := read_phase()) is not None:
-        child = os.fork()
+        child = 0 if phase.get("last") else os.fork()  # the last phase: this process runs it
         if child == 0:
             status = 1
             try:

@@ -3,9 +3,9 @@
 root.py      the worker's private world: lib/ (a few grader modules, the suites run so
              far, numpy) and work/ (a copy of the submission's package); nothing else
              importable
-worker.py    runs inside it (`python -s -P -S`, in grader/case): forks a child per suite,
-             which collects the cases by id, runs them and sends plain results; it never
-             sees an expected value
+worker.py    runs inside it (`python -s -P -S`, in grader/case): runs each suite (in a
+             forked child but the last), collecting the cases by id, running them and
+             sending plain results; it never sees an expected value
 protocol.py  length-prefixed JSON over a pipe, bounded, parsed strictly by the grader
 process.py   one worker seen from the grader: deadlines, memory, SIGKILL of its group
              (and of its PID namespace)

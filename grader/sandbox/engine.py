@@ -1,7 +1,7 @@
 """`SandboxEngine`: run a submission's cases in worker processes, one case after another.
 
 One worker serves one assignment, and runs each of its suites (public before hidden) in a
-phase of its own: a child forked from it, which alone runs the submission's code (see
+phase of its own: a child forked from it, or, for its last phase, the worker itself (see
 `grader.case.worker`). The hidden suite enters the worker's `lib/` only once the public
 phase's child is gone and has left no process behind: nothing a hidden case sees can reach
 public feedback. When a case times out, crashes the child, exhausts its memory or answers
@@ -205,10 +205,8 @@ class SandboxEngine:
                     added = add_suite(lib, self.suites_dir, suite, assignment)
                     if self.user is not None:
                         readable(added.parent)
-                    self._run_group(lib, work, assignment, suite, group, runs)
                     left[assignment] -= 1
-                    if not left[assignment] and assignment in self.workers:
-                        self.workers.pop(assignment).close()
+                    self._run_group(lib, work, assignment, suite, group, runs, last=not left[assignment])
             finally:
                 while self.workers:
                     self.workers.popitem()[1].close()
@@ -256,7 +254,11 @@ class SandboxEngine:
         suite: str,
         group: list[Case],
         runs: dict[str, Run],
+        last: bool,
     ) -> None:
+        """Run `group` (one suite's cases) on the assignment's worker, in phases: a fresh
+        worker for the rest after a fault. The `last` group of the assignment runs in the
+        worker itself, which then exits."""
         remaining = group
         while remaining:
             if assignment in self.import_hung:
@@ -281,13 +283,14 @@ class SandboxEngine:
                     "probe": self.policy.probing(assignment),
                     "cpu": {c.id: cpu for c in remaining if (cpu := self._cpu(c))},
                     "load_timeout": self.limits.timeout,
+                    "last": last,
                 }
             )
             self.phase_over = False
             try:
                 remaining = self._serve(worker, work, assignment, remaining, runs)
             finally:
-                if not (self.phase_over and worker.end(min(PHASE_END, max(self.budget.left(), 0.1)))):
+                if last or not (self.phase_over and worker.end(min(PHASE_END, max(self.budget.left(), 0.1)))):
                     self.workers.pop(assignment).close()  # the next phase gets a fresh worker
 
     def _timeout(self, case: Case) -> float:
@@ -384,7 +387,8 @@ class SandboxEngine:
                 self.import_hung[assignment] = loaded["message"]
         if loaded.get("kind") == "ready":
             try:
-                self._note([self._local(n, work) for n in parse_notes(loaded.get("notes", []))])
+                notes = parse_notes(loaded.get("notes", []))
+                self._note([self._local(n, work) for n in notes], cases[0].suite)
             except MalformedResult:
                 loaded = {"kind": "load_error", "message": f"importing {assignment} failed: malformed notes"}
         if loaded.get("kind") != "ready":
@@ -440,7 +444,7 @@ class SandboxEngine:
                     return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run
-            self._note([self._local(n, work) for n in run.notes])
+            self._note([self._local(n, work) for n in run.notes], case.suite)
             worker.proceed()
         self.phase_over = filtered
         return []
@@ -453,9 +457,15 @@ class SandboxEngine:
         expected = self.expected(case.id) if self.expected is not None else None
         return expected is None or bool(compare(expected, run.results))
 
-    def _note(self, notes: list[str]) -> None:
-        """Loading notes, once each (every worker loads the submission anew)."""
-        self.notes += [note for note in notes if note not in self.notes]
+    def _note(self, notes: list[str], suite: str) -> None:
+        """Loading notes, once each (every worker loads the submission anew), from public
+        phases only. The report shows its notes to the student whatever the visibility of
+        hidden cases, and a note's text is the submission's to choose (an `__init__.py` that
+        fails says what it likes): in a hidden phase, with the hidden suite in its `lib/`
+        and hidden inputs in its hands. The same code loads the same way in both phases, so
+        an honest submission's notes are all said by its public phase."""
+        if suite == "public":
+            self.notes += [note for note in notes if note not in self.notes]
 
     def _local(self, text: str, work: Path) -> str:
         """Messages name the submission's own directory, as the in-process path does."""

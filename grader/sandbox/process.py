@@ -139,6 +139,8 @@ class WorkerProcess:
         #: the worker's PID and its phase's child's, as the grader sees them, once found
         self._worker_pid: int | None = None
         self._child_pid: int | None = None
+        #: whether the worker runs this phase itself (its last), not in a child
+        self._inline = False
         #: /proc file name -> its open descriptor (see `read_proc`)
         self._proc_fds: dict[str, int] = {}
         result_r, result_w = os.pipe()
@@ -192,9 +194,13 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
-        """The PID of the phase's child as the grader sees it (for /proc/PID/maps and statm),
-        found once it exists (-1 until then): the worker's only child. Wrapped, the worker is
-        not bwrap's PID but its init's only child."""
+        """The PID of the process that runs the phase as the grader sees it (for /proc/PID/maps
+        and statm), found once it exists (-1 until then): the worker's only child, or the
+        worker for its last phase. Wrapped, the worker is not bwrap's PID but its init's only
+        child."""
+        if self._inline:
+            worker = self._worker()
+            return worker if worker is not None else -1
         if self._child_pid is None:
             worker = self._worker()
             if worker is not None:
@@ -209,8 +215,10 @@ class WorkerProcess:
         return self._worker_pid
 
     def begin(self, phase: dict[str, Any]) -> None:
-        """Have the worker fork a child that runs this phase (see `grader.case.worker`)."""
+        """Have the worker fork a child that runs this phase, or, with `last` in it, run the
+        phase itself and exit (see `grader.case.worker`)."""
         self._child_pid = None
+        self._inline = bool(phase.get("last"))
         for fd in self._proc_fds.values():
             os.close(fd)
         self._proc_fds.clear()

@@ -81,6 +81,8 @@ EXPECTED = {
     "torch_smuggled": ("public", PUBLIC, ("importing micrograd failed", "uses torch to compute gradients")),
     # what each phase could see: see test_public_cases_never_see_the_hidden_suite
     "peek_at_suites": ("all", ALL, "suites in reach: ['test_small.py'"),
+    # graded without its __init__.py, which says what it saw in a note: see below
+    "peek_in_a_note": ("all", TANH, "wrong gradient from tanh"),
 }
 ISOLATION = engine.strongest_isolation()
 if ISOLATION == "bubblewrap":
@@ -265,3 +267,15 @@ def test_public_cases_never_see_the_hidden_suite(tmp_path, oracle):
         assert "'test_small.py'" in seen[case] and "test_small_hidden" not in seen[case], seen[case]
     for case in ("sub_div", "tanh_chain"):
         assert "'test_small_hidden.py'" in seen[case], seen[case]
+
+
+def test_no_note_comes_from_a_hidden_phase(tmp_path, oracle):
+    """A note's text is the submission's own (here, why its __init__.py failed), and the
+    report shows notes whatever the visibility of hidden cases: only the public phase's
+    reach it, and the hidden phase, which has the hidden suite at hand, says nothing."""
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / "peek_in_a_note" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    said = [n for n in report.notes if "suites in reach" in n]
+    assert said and all("'test_small.py'" in n for n in said), report.notes
+    assert not any("test_small_hidden" in n for n in report.notes), report.notes
