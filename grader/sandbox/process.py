@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import fcntl
 import functools
 import json
 import os
@@ -109,10 +108,6 @@ def _before_exec(confine: Callable[[], None] | None) -> None:
         confine()
 
 
-#: bytes the grader's pipe to the worker holds: a phase's case list fits, so writing it never waits
-STDIN_PIPE = 1 << 20
-
-
 class WorkerProcess:
     """A started worker: `begin` a phase, `receive` its messages in order, `end` it (then
     another may begin); `close` the worker (always)."""
@@ -166,10 +161,6 @@ class WorkerProcess:
             for fd in (result_w, noise_w):
                 os.close(fd)
         self.result_fd, self.noise_fd = result_r, noise_r
-        try:
-            fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, STDIN_PIPE)
-        except (OSError, AttributeError):
-            pass  # the default (64 KiB): a larger phase waits for the worker to read it
         if wrapped:
             try:
                 self.sandbox_init = bwrap.first_process(self.proc, time.monotonic() + STARTUP)

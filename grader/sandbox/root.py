@@ -155,14 +155,13 @@ def build(root: Path, submission: Path, assignment: str, grader: bool = True) ->
 
 
 def add_suite(lib: Path, suites_dir: Path, suite: str, assignment: str) -> Path:
-    """Copy one suite of `assignment` into `lib/suites/` (nothing if it is there already),
-    where the worker collects it. The grader adds the hidden suite only once no process
-    that ran public cases is left: until then the worker's `lib/` holds no hidden file."""
+    """Copy one suite of `assignment` into `lib/suites/`, where the worker collects it. The
+    grader adds the hidden suite only once no process that ran public cases is left: until
+    then the worker's `lib/` holds no hidden file."""
     src, dest = suites_dir / suite / assignment, lib / "suites" / suite / assignment
-    if not dest.is_dir():
-        dest.mkdir(parents=True)
-        if src.is_dir():
-            _copy_tree(src, dest, _copy_trusted)
+    dest.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        _copy_tree(src, dest, _copy_trusted)
     return dest
 
 
