@@ -19,7 +19,6 @@ with its test's report, so the table is the same.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import sys
@@ -358,7 +357,8 @@ class _State:
                 item.stash[_UNCHECKED] = item.stash.get(_UNCHECKED, 0) + 1
             return
         if graded and properties is not None:
-            properties.append((RESULT, {**dataclasses.asdict(result), "status": result.status.value}))
+            # its fields as they are (asdict would copy each list and dict deep, per case)
+            properties.append((RESULT, {**vars(result), "status": result.status.value}))
         if result.status is Status.NOT_GRADED:
             pytest.skip(result.message)  # not a failure of what the case tests: its own status
         if not result.passed:

@@ -97,10 +97,11 @@ PYTEST_INI = """\
 # The grader's pytest plugin (registered in conftest.py) grades this folder's packages.
 # Hypothesis's own plugin is off: no test here is a hypothesis test (a random search calls
 # hypothesis itself, only to shrink a failure), and it would load all of hypothesis at the
-# end of every run.
+# end of every run. So is pytest's logging plugin: the grader captures what a case prints
+# or logs itself, and the plugin's three handlers per test cost a run some 4%.
 testpaths = tests
 pythonpath = .
-addopts = --import-mode=importlib -p no:hypothesispytest
+addopts = --import-mode=importlib -p no:hypothesispytest -p no:logging
 grader_impl = .
 """
 CONFTEST = """\

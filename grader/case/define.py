@@ -95,7 +95,10 @@ def case(
     """Declare a graded case (or one per parameter). See the module docstring.
 
     `needs` names ops (in the assignment's words, as a scope file does) the case relies on
-    without applying them through `lib`; the ops it applies are found by running it."""
+    without applying them through `lib`; the ops it applies are found by running it.
+    `trace=False` is for a deep chain: no tape (a failure names no op), the collector paused,
+    and micrograd's visiting order not fixed (see `fix_visiting_order`), so the graph must be
+    a chain (each op's other inputs leaves), whose every visiting order is topological."""
     if assignment not in ASSIGNMENTS:
         raise ValueError(f"unknown assignment {assignment!r}")
 

@@ -21,7 +21,15 @@ from typing import Any
 from grader import assignments
 from grader.case import hang
 from grader.case.define import Case
-from grader.case.limits import PROBE_CPU, SHORT_TIMEOUT, TimePolicy, deep_case, probe, settle_garbage
+from grader.case.limits import (
+    PROBE_CPU,
+    SHORT_TIMEOUT,
+    TimePolicy,
+    deep_case,
+    keep_heap,
+    probe,
+    settle_garbage,
+)
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 
@@ -157,6 +165,8 @@ class Submission:
         #: why the submission cannot be read at all (a hostile zip): every engine is this error
         self.refused = refused
         self.ends_after_run = ends_after_run
+        if ends_after_run:
+            keep_heap()
         self.policy = TimePolicy()
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
 

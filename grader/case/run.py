@@ -158,9 +158,9 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool =
     return Run(
         results=results,
         tape=read,
-        # a submission's untraced (deep) case: only a diagnosis would read its steps, and
-        # the verdict reads the oracle's
-        steps=list(lib.tape.steps) if case.trace or roots is None else [],
+        # only the oracle's steps are read (by the verdict and the diagnosis): a submission's
+        # would cost a 5000-op chain more than its backward()
+        steps=list(lib.tape.steps) if roots is None else [],
         names=dict(lib.names),
         outputs=list(lib.tape.outputs),
         seeds=sorted(lib.seeds),

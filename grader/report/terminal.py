@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from grader.report.model import Audience, CaseResult, Report, Status, view
 
 #: diagnostics that name one op or function: the most useful ones to show first
 PINPOINTED = ("wrong gradient from", "wrong value from", "not implemented yet")
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def topic_lines(report: Report, results: list[CaseResult]) -> list[tuple[str, bool]]:
@@ -42,6 +44,11 @@ def print_report(
     failures: int = 3,
     audience: Audience = Audience.INSTRUCTOR,
 ) -> None:
+    # rich is imported here, not above: a student's pytest prints `topic_lines` alone, and
+    # rich's import would cost it a twentieth of the run
+    from rich.console import Console
+    from rich.table import Table
+
     console = console or Console()
     seen = view(report, audience)
     table = Table(title=f"{report.submission}", title_justify="left")

@@ -165,12 +165,27 @@ def _order_key(raw: Any, known: dict[int, int]) -> tuple:
     return (1, str(getattr(raw, "_op", "")), value)
 
 
+def _in_order(prev: set, known: dict[int, int]) -> list[Any]:
+    """`prev`'s children in their fixed order (see `_order_key`). Two children of which the
+    case built one, as in every `y * 0.999`, need no key at all: the case's node comes first."""
+    if len(prev) == 2:
+        a, b = prev
+        ia, ib = known.get(id(a)), known.get(id(b))
+        if ia is not None and (ib is None or ia < ib):
+            return [a, b]
+        if ib is not None:
+            return [b, a]
+    return sorted(prev, key=lambda c: _order_key(c, known))
+
+
 def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
     """Give every node reachable from `root` through `_prev` an `OrderedChildren`: children the
     case built come in the order it built them (`known`: id -> tape index), the nodes the
     engine made on its own (say `b * -1` inside `a - b`) after them, by op and value. Sets of
     one child need no order. Nodes whose `_prev` is not a plain set are walked, not changed.
-    Each node is looked at once: a 10**5-op chain takes a fraction of its backward()."""
+    Each node is looked at once. An untraced case (a deep chain) is not walked: a chain's
+    every visiting order is topological, and the walk would cost a 10**5-op chain half its
+    backward()."""
     seen, stack = {id(root)}, [root]
     push, pop, mark = stack.append, stack.pop, seen.add
     while stack:
@@ -179,7 +194,7 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
         kind = type(prev)
         if kind is set and len(prev) > 1:
             try:
-                children = sorted(prev, key=lambda c: _order_key(c, known))
+                children = _in_order(prev, known)
                 node._prev = OrderedChildren(children)
             except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
                 continue
@@ -253,7 +268,8 @@ class MicrogradBackend(ScalarBackend):
 
     def backward(self, node) -> None:
         self.tape.mark_output(node)
-        fix_visiting_order(node.raw, {id(n.raw): n.index for n in self.tape.nodes})
+        if self.tape.enabled:  # an untraced case is a chain: every visiting order is the same
+            fix_visiting_order(node.raw, {id(n.raw): n.index for n in self.tape.nodes})
         node.raw.backward()
         self.snapshot()
 
