@@ -108,7 +108,7 @@ import json, sys, time
 from grader import assignments
 from grader.case.define import collect
 from grader.case.run import run_case
-from grader.case.limits import deep_case
+from grader.case.limits import case_garbage
 from grader.pipeline import REPO
 name, suites = sys.argv[1], sys.argv[2:]
 cases = collect(REPO / "tests", [name], suites)
@@ -116,7 +116,7 @@ assignment = assignments.get(name)
 modules = assignment.load(REPO / "reference")
 cpu = 0.0
 for case in cases:
-    with deep_case(not case.trace):
+    with case_garbage(not case.trace):
         started = time.process_time()
         run_case(case, assignment.engine(modules, trace=case.trace), [REPO], tape=False)
         cpu += time.process_time() - started

@@ -307,7 +307,8 @@ class _State:
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
         if self.submission is None:
             directory = self.directory
-            # pytest ends after its run: a deep case's graph is left in memory, not collected
+            # pytest ends after its run: the heap is frozen before the first case, and a deep
+            # case's graph is left in memory, not collected (`grader.case.limits`)
             self.submission = Submission(directory, self.refused, ends_after_run=True)
         return self.submission.engine(assignment)
 

@@ -25,7 +25,7 @@ from grader.case.limits import (
     PROBE_CPU,
     SHORT_TIMEOUT,
     TimePolicy,
-    deep_case,
+    case_garbage,
     keep_heap,
     probe,
     settle_garbage,
@@ -100,7 +100,7 @@ class InProcessEngine:
         it `needs` (PyTorch's run says which: a short budget if one's rule hung on the probe).
         `tape`: read the tape after the case (or a function of the run that says whether to)."""
         self.probe()
-        with deep_case(not case.trace, self.ends_after_run):
+        with case_garbage(not case.trace, self.ends_after_run):
             return self._run(case, yardstick, list(needs), seconds, tape)
 
     def _run(

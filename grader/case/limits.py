@@ -131,7 +131,7 @@ CASE_GC_THRESHOLD = 10_000
 
 
 @contextlib.contextmanager
-def deep_case(deep: bool, ends_after_run: bool = True) -> Iterator[None]:
+def case_garbage(deep: bool, ends_after_run: bool = True) -> Iterator[None]:
     """Around a case and its tape's reading, wherever cases run: the collector scans a case's
     young garbage in batches of CASE_GC_THRESHOLD objects. A deep case (its tape off) runs with
     the collector off, so its graph is never scanned, not even as the case ends. The graph is

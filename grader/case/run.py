@@ -45,6 +45,7 @@ class Run:
 
     results: dict[str, Quantity | None] = field(default_factory=dict)
     tape: list[dict[str, Quantity | None]] = field(default_factory=list)
+    #: the oracle's run only: each op the case recorded (nothing reads a submission's)
     steps: list[Step] = field(default_factory=list)
     failure: Failure | None = None
     #: tape index -> the name the case returned it under
@@ -149,12 +150,12 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool =
     except MissingOp as exc:
         if roots is None:
             raise
-        return Run(steps=list(lib.tape.steps), needs=lib.needs(), missing=exc.needs)
+        return Run(needs=lib.needs(), missing=exc.needs)
     except Exception as exc:
         if roots is None:
             raise
         failure = describe_exception(_cause(lib, exc), roots)
-        return Run(steps=list(lib.tape.steps), needs=lib.needs(), failure=failure)
+        return Run(needs=lib.needs(), failure=failure)
     return Run(
         results=results,
         tape=read,

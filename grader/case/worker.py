@@ -46,7 +46,7 @@ from typing import Any, NoReturn
 from grader import assignments
 from grader.case import hang, seccomp, threads
 from grader.case.define import collect
-from grader.case.limits import PROBE_CPU, deep_case, probe, settle_garbage
+from grader.case.limits import PROBE_CPU, case_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
 from grader.case.run import Bounded, Run, describe_exception, run_case
 from grader.case.wire import (
@@ -229,7 +229,7 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
         buffer = Bounded()
         hang.arm(job["timeouts"][case_id])
         lib = None  # the case's backend, kept for ASK_TAPE
-        with deep_case(not case.trace):
+        with case_garbage(not case.trace):
             with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
                 try:
                     with hang.cpu_budget(budgets.get(case_id)):

@@ -165,19 +165,6 @@ def _order_key(raw: Any, known: dict[int, int]) -> tuple:
     return (1, str(getattr(raw, "_op", "")), value)
 
 
-def _in_order(prev: set, known: dict[int, int]) -> list[Any]:
-    """`prev`'s children in their fixed order (see `_order_key`). Two children of which the
-    case built one, as in every `y * 0.999`, need no key at all: the case's node comes first."""
-    if len(prev) == 2:
-        a, b = prev
-        ia, ib = known.get(id(a)), known.get(id(b))
-        if ia is not None and (ib is None or ia < ib):
-            return [a, b]
-        if ib is not None:
-            return [b, a]
-    return sorted(prev, key=lambda c: _order_key(c, known))
-
-
 def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
     """Give every node reachable from `root` through `_prev` an `OrderedChildren`: children the
     case built come in the order it built them (`known`: id -> tape index), the nodes the
@@ -194,7 +181,7 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
         kind = type(prev)
         if kind is set and len(prev) > 1:
             try:
-                children = _in_order(prev, known)
+                children = sorted(prev, key=lambda c: _order_key(c, known))
                 node._prev = OrderedChildren(children)
             except Exception:  # an odd node (a read-only `_prev`, uncomparable data): leave it be
                 continue
