@@ -170,7 +170,9 @@ def probe(assignment: Any, modules: Any, seconds: float, wall: float | None = No
 
 def _hangs(call: Callable[[], object], seconds: float, wall: float | None) -> bool:
     """Did `call()` not return within its budget? Any other outcome (it returned, it raised)
-    is not a hang: a correct engine, however slow, takes microseconds."""
+    is not a hang: a correct engine, however slow, takes microseconds, but a collection
+    of the garbage earlier cases left could take longer than the budget: it is made first."""
+    settle_garbage()
     try:
         with hang.cpu_budget(seconds, wall=wall):
             call()
