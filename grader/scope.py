@@ -47,8 +47,8 @@ class ScopeError(ValueError):
 
 def vocabulary(assignment: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The ops and the features an assignment's cases may need, in its own words."""
-    backend = importlib.import_module(f"grader.assignments.{assignment}.backend")
-    return tuple(backend.OPS), tuple(backend.FEATURES)
+    words = importlib.import_module(f"grader.assignments.{assignment}")
+    return tuple(words.OPS), tuple(words.FEATURES)
 
 
 @dataclass(frozen=True)

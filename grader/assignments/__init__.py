@@ -1,5 +1,6 @@
 """The assignments: one folder each, with the same file names in every folder.
 
+    <name>/__init__.py   its vocabulary: the ops (and features) its cases may need, nothing heavy
     <name>/backend.py    the API its cases are written against (`lib`), shared by both sides
     <name>/adapter.py    that API on the submission's engine; runs beside student code
     <name>/programs.py   random expression programs over that API
@@ -73,6 +74,12 @@ def get(name: str) -> Assignment:
     if name not in NAMES:
         raise KeyError(f"unknown assignment {name!r} (known: {', '.join(NAMES)})")
     adapter = importlib.import_module(f"{__name__}.{name}.adapter")
-    return Assignment(
-        name, adapter.ENGINE.load, adapter.ENGINE, tuple(getattr(adapter.ENGINE, "markers", ()))
-    )
+    return Assignment(name, adapter.ENGINE.load, adapter.ENGINE, markers(name))
+
+
+def markers(name: str) -> tuple[str, ...]:
+    """The files that make a folder named `name` the assignment's package (its `__init__.py`
+    says; the adapter, which imports numpy for needle, is not needed to find a package)."""
+    if name not in NAMES:
+        raise KeyError(f"unknown assignment {name!r} (known: {', '.join(NAMES)})")
+    return tuple(importlib.import_module(f"{__name__}.{name}").MARKERS)

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from grader.assignments import NAMES
+from grader.assignments import NAMES, markers
 from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, placeholder
 
 #: how many folders down a package is looked for
@@ -178,9 +178,7 @@ def not_found(root: Path, package: str, markers: tuple[str, ...]) -> str:
 
 def locate_assignment(directory: str | Path, name: str) -> Found:
     """`locate` with the assignment's own markers."""
-    from grader.assignments import get
-
-    return locate(directory, name, get(name).markers)
+    return locate(directory, name, markers(name))
 
 
 def present_packages(directory: str | Path) -> list[str]:

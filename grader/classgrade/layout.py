@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import intake
-from grader.assignments import NAMES, get
+from grader.assignments import NAMES
+from grader.assignments import markers as assignment_markers
 from grader.case.loading import SubmissionError, is_package_dir, locate, present_packages
 
 
@@ -96,7 +97,7 @@ def _stage_package(folder: Path, staged: Path, assignment: str) -> bool:
     """Copy the assignment's package from nbgrader's `folder` into `staged`: the folder
     itself when it is the package (its files at the top), else the package `locate` finds
     in it; False when there is none (a notebook, perhaps)."""
-    markers = get(assignment).markers
+    markers = assignment_markers(assignment)
     if is_package_dir(folder, markers):
         shutil.copytree(folder, staged / assignment, symlinks=True)
         return True

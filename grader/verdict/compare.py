@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from grader.case.quantity import Quantity
 
 TOLERANCES = {"float64": (1e-6, 1e-8), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3)}
@@ -65,7 +63,10 @@ def close(expected: Quantity, actual: Quantity) -> str | None:
 
 
 def _close_arrays(expected: Quantity, actual: Quantity) -> str | None:
-    """`close` on numpy arrays, for quantities of any size (and the same shape)."""
+    """`close` on numpy arrays, for quantities of any size (and the same shape). numpy is
+    imported here, not with the module: a scalar engine's run (micrograd) never needs it."""
+    import numpy as np
+
     e, a = expected.array(), actual.array()
     e_finite, a_finite = np.isfinite(e), np.isfinite(a)
     if not np.array_equal(e_finite, a_finite):

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grader.assignments.micrograd.backend import CORE as MICROGRAD_CORE
-from grader.assignments.needle.backend import CORE as NEEDLE_CORE
+from grader.assignments.micrograd import CORE as MICROGRAD_CORE
+from grader.assignments.needle import CORE as NEEDLE_CORE
 from grader.case.define import collect
 from grader.pipeline import SUITES_DIR, Request, grade_submission
 from grader.report.gradescope import gradescope

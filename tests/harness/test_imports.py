@@ -184,3 +184,21 @@ def test_every_import_on_its_way_out_is_still_there():
     """An entry of LEAVING whose import is gone must go too, or the list would hide a new one."""
     gone = sorted(f"{a} -> {b}" for a, b in LEAVING if b not in graph().get(a, ()))
     assert not gone, f"no longer imported: remove from LEAVING in {Path(__file__).name}: {'; '.join(gone)}"
+
+
+def test_a_students_micrograd_run_never_imports_numpy():
+    """A student's run of the micrograd suite grades scalars: numpy (a third of what a run
+    imports) stays out of it, so the kit's own modules must import it only where arrays are
+    (bench/bench_bundle.py measures what that saves)."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys, pytest; "
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'ops or deep', "
+        "'tests/public/micrograd']); "
+        "print('numpy' in sys.modules, int(code))"
+    )
+    command = [sys.executable, "-c", check]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.stdout.split()[-2:] == ["False", "0"], done.stdout[-3000:] + done.stderr[-2000:]

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.assignments.micrograd.backend import OPS, Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd import MARKERS, OPS
+from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -201,7 +202,7 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
 class MicrogradBackend(ScalarBackend):
     name = "micrograd"
     #: a folder named micrograd/ holding this (or __init__.py) is the package
-    markers = ("engine.py",)
+    markers = MARKERS
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)

@@ -12,20 +12,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from grader.assignments.micrograd import OPS
 from grader.case.backend import OPERATORS, Backend
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef, Step
-
-#: The ops a micrograd case may need, named as the case writes them (`rsub` is `2 - a`,
-#: `Value.__rsub__`): what a scope file lists and what "not graded: needs tanh" names.
-OPS = (
-    "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "pow", "neg",
-    "relu", "exp", "log", "tanh", "sigmoid", "detach",
-)  # fmt: skip
-#: what every case about accumulation, depth and repeated backward can be written with
-CORE = ("add", "radd", "mul", "rmul", "pow")
-#: a micrograd case relies on nothing but ops
-FEATURES: tuple[str, ...] = ()
 
 #: A probe runs one op's gradient rule alone: its inputs' gradients start at PROBE_SEED and
 #: the output's is PROBE_GRAD, so a rule that assigns (`=`) or ignores out.grad shows.

@@ -34,43 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from grader.assignments.needle import FEATURES, OP_CLASSES, REFLECTED
 from grader.case.backend import Backend, UnknownOp
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef
-
-#: needle's op classes, by the name a case gives `lib.op_gradient`
-OP_CLASSES = (
-    "EWiseAdd",
-    "AddScalar",
-    "EWiseMul",
-    "MulScalar",
-    "PowerScalar",
-    "EWisePow",
-    "EWiseDiv",
-    "DivScalar",
-    "Negate",
-    "Exp",
-    "Log",
-    "ReLU",
-    "Tanh",
-    "Transpose",
-    "Reshape",
-    "BroadcastTo",
-    "Summation",
-    "MatMul",
-)
-
-#: Tensor's reflected operators that build ops of their own (`2 - a` runs `a.__rsub__(2)`):
-#: a course whose Tensor has neither (CMU's hw1 skeleton) leaves them out of its scope
-REFLECTED = ("__rsub__", "__rtruediv__")
-#: the ops a needle case may need: its op classes and the reflected operators (what a scope
-#: file lists, and what "not graded: needs Tanh" or "needs __rsub__" names)
-OPS = OP_CLASSES + REFLECTED
-#: what every case about accumulation, depth and higher-order gradients can be written with
-CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summation", "MatMul")
-#: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
-#: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)
-FEATURES = ("int-axes",)
 
 #: what a tape's `differentiable` entry says of an op's gradient rule, its result differentiated
 #: again (a case that differentiates a gradient needs it): fine; computed in NumPy and wrapped
