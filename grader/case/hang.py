@@ -1,10 +1,12 @@
 """Where a timed-out case was stuck, so its message can say `in backward (engine.py, line 42)`.
 
-The worker arms `faulthandler` before each case to dump every thread's stack to its stderr
-shortly before the grader's timeout; faulthandler's watchdog is a C thread, so the dump comes
-even from a loop that never returns to Python's signal handlers. The grader, before it kills
-the worker, reads the dump from the worker's output and keeps the innermost frame of the
-submission's own files in the thread that runs the cases.
+Each worker has `faulthandler` dump every thread's stack to its stderr when DUMP_SIGNAL
+comes (`listen`, once). faulthandler's handler is C code, so the dump comes even from a loop
+that never returns to Python's own signal handlers. The grader, when a case's time is up,
+sends the signal, reads the dump from the worker's output, keeps the innermost frame of the
+submission's own files in the thread that runs the cases, and only then kills the worker.
+(Asked for at the timeout, the dump costs nothing until then; a watchdog armed before each
+case, `faulthandler.dump_traceback_later`, started and joined a thread per case.)
 
 Everything here is read from untrusted output: a submission can print a fake dump, and then
 misleads only the message of a case that scores zero anyway. Names are bounded in length.
@@ -23,7 +25,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-HEADER = "Timeout ("
+#: what asks a worker for its stacks
+DUMP_SIGNAL = signal.SIGUSR1
 #: a case within this many CPU seconds of its budget when the alarm rings has used it
 CPU_SLACK = 0.0005
 #: seconds after which an alarm whose exception was lost rings again
@@ -33,25 +36,18 @@ FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>
 CASES_THREAD = "grader/case/worker.py"
 
 
-def arm(seconds: float) -> None:
-    """Worker side: dump the stacks a little before `seconds` from now (re-arming replaces
-    it): a fifth of the timeout early, at least a quarter second, at most half of it."""
-    early = min(max(0.2 * seconds, 0.25), 0.5 * seconds)
-    faulthandler.dump_traceback_later(seconds - early, file=sys.__stderr__)
+def listen() -> None:
+    """Worker side, once: on DUMP_SIGNAL, dump every thread's stack to stderr (the noise the
+    grader reads). A child forked later inherits it."""
+    faulthandler.register(DUMP_SIGNAL, file=sys.__stderr__, all_threads=True)
 
 
-def disarm() -> None:
-    faulthandler.cancel_dump_traceback_later()
-
-
-def where(noise: str, work: Path) -> tuple[str, int, str] | None:
+def where(dump: str, work: Path) -> tuple[str, int, str] | None:
     """Grader side: (file relative to the submission, line, function) of the innermost frame
-    inside `work` in the last dump's thread that runs the cases, or None."""
-    start = noise.rfind(HEADER)
-    if start < 0:
-        return None
+    inside `work` in the dump's thread that runs the cases, or None (no dump, or not yet all
+    of that thread's: its bottom frame, the worker's own, is the last one written)."""
     prefix = str(work).rstrip("/") + "/"
-    for block in noise[start:].split("\n\n"):
+    for block in dump.split("\n\n"):
         if CASES_THREAD not in block:
             continue
         for line in block.splitlines():
@@ -60,6 +56,13 @@ def where(noise: str, work: Path) -> tuple[str, int, str] | None:
                 file = match["file"][len(prefix) :]
                 return file[:200], int(match["line"]), match["func"][:100]
     return None
+
+
+def complete(dump: str) -> bool:
+    """Has the dump's thread that runs the cases been written out? Its bottom frames, the
+    worker's own, come last."""
+    at = dump.find(CASES_THREAD)
+    return at >= 0 and "\n" in dump[at:]
 
 
 def describe(location: tuple[str, int, str] | None) -> str:

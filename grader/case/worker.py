@@ -130,6 +130,7 @@ def main(argv: list[str]) -> None:
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
+    hang.listen()  # the stacks, when the grader asks where a case is stuck
     assignments.get(job["assignment"])  # its adapter (and numpy, if it needs it) imported once
     channel = Channel(fd)
     dumpable = _prctl(PR_GET_DUMPABLE)
@@ -206,14 +207,12 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
 
     work = Path.cwd()
     assignment = assignments.get(name)
-    hang.arm(job["load_timeout"])
     threads.refuse()  # before any of the submission's code: its verdict must not hang on timing
     try:
         modules = assignment.load(work)
     except SubmissionError as exc:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
-    hang.disarm()
     told = len(modules.notes)
     channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
@@ -227,7 +226,6 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
         if case_id in budgets:
             settle_garbage()
         buffer = Bounded()
-        hang.arm(job["timeouts"][case_id])
         lib = None  # the case's backend, kept for ASK_TAPE
         with case_garbage(not case.trace):
             with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), running(modules):
@@ -237,27 +235,23 @@ def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
                         run = run_case(case, lib, [work], tape=False)
                 except hang.CaseTimedOut as exc:
                     run = Run(failure=describe_exception(exc, [work]))
-            hang.disarm()
             run.output = buffer.getvalue()
             run.notes, told = modules.notes[told:], len(modules.notes)
             channel.send(run_to_wire(case_id, run, tape=None))
             while channel.wait() == ASK_TAPE:
-                tape = read_tape(lib, modules, job["timeouts"][case_id]) if lib is not None else []
+                tape = read_tape(lib, modules) if lib is not None else []
                 channel.send(tape_to_wire(case_id, tape))
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
 
 
-def read_tape(lib: Any, modules: Any, seconds: float) -> list[dict[str, Any]]:
+def read_tape(lib: Any, modules: Any) -> list[dict[str, Any]]:
     """The tape of the case `lib` just ran, read as the case's own end would have read it:
     its reading may run the submission's code (each rule probed alone), so it prints nowhere
-    and gets the case's timeout, each rule PROBE_CPU of it; a tape that cannot be read is
-    empty (the diagnosis says less)."""
+    and gets the case's timeout (the grader's wait), each rule PROBE_CPU of it; a tape that
+    cannot be read is empty (the diagnosis says less)."""
     lib.probe_cpu = PROBE_CPU
-    hang.arm(seconds)
     with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
         try:
             return lib.read_tape()
         except BaseException:
             return []
-        finally:
-            hang.disarm()

@@ -40,6 +40,8 @@ from grader.verdict.integrity import Finding, extra_threads, libraries_in
 SUITE_ORDER = ("public", "hidden")
 #: seconds a phase's child may take to exit after its last case (it exits at once)
 PHASE_END = 5.0
+#: seconds a timed-out worker has to dump its stacks (`hang`) before it is killed
+DUMP_WAIT = 0.5
 UNCHECKED = "the worker exited before its result could be checked"
 THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
@@ -279,10 +281,8 @@ class SandboxEngine:
                 {
                     "suite": suite,
                     "ids": [c.id for c in remaining],
-                    "timeouts": {c.id: self._timeout(c) for c in remaining},
                     "probe": self.policy.probing(assignment),
                     "cpu": {c.id: cpu for c in remaining if (cpu := self._cpu(c))},
-                    "load_timeout": self.limits.timeout,
                     "last": last,
                 }
             )
@@ -357,7 +357,19 @@ class SandboxEngine:
         """A timeout's message; a case with a CPU budget (this was its backstop) is no hang
         that the cut-off counts."""
         budgeted = case is not None and bool(self._cpu(case))
-        return self.policy.timed_out(seconds, hang.where(worker.read_noise(), work), count=not budgeted)
+        return self.policy.timed_out(seconds, self._stuck_at(worker, work), count=not budgeted)
+
+    @staticmethod
+    def _stuck_at(worker: WorkerProcess, work: Path) -> tuple[str, int, str] | None:
+        """Where the worker's case is stuck: its stacks, asked for now, read as they come
+        for at most DUMP_WAIT seconds (a live process writes them at once)."""
+        if not worker.ask_stacks():
+            return None
+        deadline = time.monotonic() + DUMP_WAIT
+        while True:
+            dump = worker.read_noise()
+            if hang.complete(dump) or not worker.wait_noise(deadline):
+                return hang.where(dump, work)
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
@@ -427,7 +439,7 @@ class SandboxEngine:
                 )
                 runs[case.id] = Run(fault=reason + (" during the case" if isinstance(fault, Crash) else ""))
                 return cases[i + 1 :]
-            if not self._check(worker, assignment):
+            if not self._check(worker, assignment, last=i == len(cases) - 1):
                 runs[case.id] = Run(fault=UNCHECKED)
                 return cases[i + 1 :]
             if count := extra_threads(worker.pid):  # they would go on running into later cases
@@ -471,10 +483,20 @@ class SandboxEngine:
         """Messages name the submission's own directory, as the in-process path does."""
         return text.replace(str(work), str(self.directory))
 
-    def _check(self, worker: WorkerProcess, assignment: str) -> bool:
+    def _check(self, worker: WorkerProcess, assignment: str, last: bool = True) -> bool:
         """Is the worker, waiting for our go, still there to be checked? Flag any autodiff
-        library mapped into it."""
+        library mapped into it. Between a phase's first check and its `last`, its maps are
+        read again only once its address space has changed size: a library is mapped by
+        growing it, and reading the maps of a process with NumPy costs the grader more than
+        checking a case's results (reading them after every case took a twentieth of the
+        CPU a submission's grading costs; its size changes after a few cases in a hundred)."""
+        size = worker.mapped_pages()
+        if size is None:
+            return False
+        if not last and size == worker.maps_read_at:
+            return True
         found = libraries_in(worker.read_proc("maps"))
         for library in sorted(found or ()):
             self.flags.setdefault(assignment, Finding(library, "loaded while its cases ran"))
+        worker.maps_read_at = size
         return found is not None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import ONE_THREAD
+from grader.case import hang
 from grader.case.limits import Limits
 from grader.case.quantity import MalformedResult
 from grader.case.wire import ASK_TAPE, encode
@@ -136,6 +137,8 @@ class WorkerProcess:
         self._child_pid: int | None = None
         #: whether the worker runs this phase itself (its last), not in a child
         self._inline = False
+        #: the phase's process's size when its maps were last read (see `SandboxEngine._check`)
+        self.maps_read_at: int | None = None
         #: /proc file name -> its open descriptor (see `read_proc`)
         self._proc_fds: dict[str, int] = {}
         result_r, result_w = os.pipe()
@@ -213,6 +216,7 @@ class WorkerProcess:
         for fd in self._proc_fds.values():
             os.close(fd)
         self._proc_fds.clear()
+        self.maps_read_at = None
         self.noise.clear()  # a stack dump of the last phase is no clue to this one
         try:
             self.proc.stdin.write(encode(phase))
@@ -250,6 +254,28 @@ class WorkerProcess:
         self._drain_noise()
         return self.noise.decode(errors="replace")
 
+    def ask_stacks(self) -> bool:
+        """Have the process that runs the phase dump its stacks into its noise, which starts
+        afresh (`grader.case.hang`). False: there is no such process to ask."""
+        pid = self.pid
+        if pid < 0:
+            return False
+        self._drain_noise()
+        self.noise.clear()
+        try:
+            os.kill(pid, hang.DUMP_SIGNAL)
+        except OSError:
+            return False
+        return True
+
+    def wait_noise(self, deadline: float) -> bool:
+        """Wait until the worker writes more noise, or `deadline`. False: it will write no more
+        by then (the time is up, or its output is closed)."""
+        left = deadline - time.monotonic()
+        if self.noise_eof or left <= 0:
+            return False
+        return bool(select.select([self.noise_fd], [], [], left)[0])
+
     def _read_results(self) -> None:
         try:
             while chunk := os.read(self.result_fd, 1 << 20):
@@ -279,6 +305,13 @@ class WorkerProcess:
         except OSError:
             return None
         return b"".join(chunks)
+
+    def mapped_pages(self) -> int | None:
+        """The size of the phase's process's address space, in pages (None: it is gone)."""
+        try:
+            return int((self.read_proc("statm") or b"").split()[0])
+        except (ValueError, IndexError):
+            return None
 
     def _resident_mib(self) -> float:
         try:

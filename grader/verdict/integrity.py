@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,22 +99,14 @@ def libraries_in(maps: bytes | None) -> frozenset[str] | None:
 
 #: the threads a worker waiting for the grader's go has of its own: the one that runs the cases
 WORKER_THREADS = 1
-#: how long a thread the worker ended itself (faulthandler's watchdog, cancelled before the
-#: result was sent) may take to be gone from /proc
-SETTLE = 1.0  # seconds (spent only when there are more threads: an honest worker has none)
 
 
 def extra_threads(pid: int) -> int:
     """How many threads process `pid` runs beyond its own (0 when it cannot be told: the
     process has gone, and that is faulted elsewhere). Read from /proc, which the worker
     cannot forge, so a thread started around the worker's refusal (`grader.case.threads`)
-    is seen; polled for a moment, for the worker's own timer thread to finish exiting."""
-    settled = time.monotonic() + SETTLE
-    while True:
-        try:
-            count = len(os.listdir(f"/proc/{pid}/task"))
-        except OSError:
-            return 0
-        if count <= WORKER_THREADS or time.monotonic() > settled:
-            return max(0, count - WORKER_THREADS)
-        time.sleep(0.005)
+    is seen."""
+    try:
+        return max(0, len(os.listdir(f"/proc/{pid}/task")) - WORKER_THREADS)
+    except OSError:
+        return 0

@@ -322,16 +322,19 @@ def test_an_import_that_hangs_says_where(tmp_path, oracle):
 def test_hang_location_ignores_frames_outside_the_submission(tmp_path):
     work = tmp_path / "work"
     dump = (
-        "Timeout (0:00:01.600000)!\n"
         'Thread 0x1 (most recent call first):\n  File "/elsewhere/engine.py", line 3 in backward\n'
         f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in other_thread\n\n'
-        'Thread 0x2 (most recent call first):\n  File "/usr/lib/python3.11/numpy/core.py", line 5 in dot\n'
+        "Current thread 0x2 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/numpy/core.py", line 5 in dot\n'
         f'  File "{work}/micrograd/engine.py", line 42 in backward\n'
         f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
     )
     assert hang.where(dump, work) == ("micrograd/engine.py", 42, "backward")
     assert hang.where("no dump here", work) is None
     assert hang.describe(hang.where(dump, work)) == " in backward (engine.py, line 42)"
+    # a dump still being written is complete once the cases' thread's bottom frame is
+    cases_thread = dump[dump.index("Current thread") :]
+    assert hang.complete(cases_thread) and not hang.complete(cases_thread[: cases_thread.rfind("worker.py")])
 
 
 # ---- integrity ----

@@ -147,8 +147,8 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
 
 
 def test_threads_around_the_refusal_cost_two_workers_then_the_rest_is_not_run(tmp_path, oracle):
-    """Each case that leaves a thread costs a fresh worker and a second's wait: after two,
-    the submission's other cases of that assignment fail without running."""
+    """Each case that leaves a thread costs a fresh worker: after two, the submission's other
+    cases of that assignment fail without running."""
     sub = base(tmp_path / "sub")
     shutil.copytree(HOSTILE / "thread_around_refusal" / "micrograd", sub / "micrograd", dirs_exist_ok=True)
     report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
