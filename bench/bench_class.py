@@ -15,14 +15,17 @@ costs dominate; by default every case of both suites. Each class run's CPU time 
 busy time while it ran: `timing.grade_cpu`) is printed per submission.
 
 The floor is what the reference's code alone needs to run every case of both assignments
-once (`timing.cases_alone`): no grading of a correct submission can cost less. Each size's
-machine time per submission (wall time x cores: what the class occupies) and CPU per
-submission are printed against it; the class's start-up is what makes a small class cost
-more per submission than a large one. The generated class holds hostile submissions that
-run to their time limits: `--kinds reference` makes a class of the reference alone, whose
-figures compare with the floor exactly, and whose CPU per submission beyond the first size
-is what one more correct submission of both assignments costs.
-"""
+once (`timing.cases_alone`): no grading of a correct submission can cost less. It is
+measured before each size's class run and after the last, and each run is compared with the
+mean of the two measured on either side of it: a shared machine's speed drifts by a fifth or
+more within minutes, and a floor measured once, at the start, made the same class run 1.4x
+or 1.1x the floor by when it ran. Each size's machine time per submission (wall time x
+cores: what the class occupies) and CPU per submission are printed against it; the class's
+start-up is what makes a small class cost more per submission than a large one. The
+generated class holds hostile submissions that run to their time limits: `--kinds reference`
+makes a class of the reference alone, whose figures compare with the floor exactly, and
+whose CPU per submission beyond the first size is what one more correct submission of both
+assignments costs."""
 
 from __future__ import annotations
 
@@ -55,6 +58,10 @@ def lean_patterns() -> list[str]:
     return ids
 
 
+def both_floor() -> float:
+    return cases_alone("micrograd") + cases_alone("needle")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 50, 200])
@@ -75,9 +82,7 @@ def main() -> int:
             raise SystemExit(f"no such kind: {' '.join(args.kinds)}")
         names = sorted(students)
         timed([*python, "grade", str(tmp / "class" / names[0]), *selection], 1)  # warm the oracle cache
-        floor = None if args.lean else cases_alone("micrograd") + cases_alone("needle")
-        if floor is not None:
-            print(f"the floor: the reference runs every case of both assignments in {floor:.2f} s of CPU")
+        floors = [] if args.lean else [both_floor()]
         times: dict[int, float] = {}
         cpus: dict[int, float] = {}
         for size in args.sizes:
@@ -88,14 +93,21 @@ def main() -> int:
             command = ["grade-class", str(root), "--out", str(tmp / f"out{size}"), "--force"]
             seconds, cpu, _ = grade_cpu([*command, *jobs, *selection], 1)
             times[size], cpus[size] = seconds, cpu
+            if floors:
+                floors.append(both_floor())
             rate = size / seconds
             print(
                 f"grade-class, {size} submissions on {cores} core(s): "
                 f"{seconds:.1f} s, {rate:.2f} submissions/s, {rate / cores:.3f} per core; "
                 f"CPU {cpu / size:.3f} s per submission (the machine's busy time)"
             )
-            if floor is not None:
+            if floors:
+                floor = (floors[-2] + floors[-1]) / 2
                 machine = seconds * cores / size
+                print(
+                    f"  the floor around it: the reference runs every case of both assignments in "
+                    f"{floors[-2]:.2f} s of CPU before, {floors[-1]:.2f} s after"
+                )
                 print(
                     f"  machine time {machine:.2f} s per submission (wall x {cores} cores), "
                     f"{machine / floor:.2f}x the floor; CPU {cpu / size / floor:.2f}x the floor"
