@@ -10,10 +10,11 @@ Releases the student bundle (`python -m grader release`) into a temporary folder
    the requirements a bundle had when it needed PyTorch (these plus `torch==<the version
    installed here>`, from the CPU index as the README advised), unless --no-torch-baseline.
 2. A student's run: `python -m pytest -q tests/public/micrograd` in the bundle, in its
-   environment (no torch), with the reference's micrograd in place of the template (every
-   case compared with the shipped answers) and with the untouched template, each against
-   `python -c "import numpy, pytest"` in the same environment. Medians of --repeat runs,
-   in wall and in CPU seconds. The target: the reference's run in at most 2x the import. A
+   environment (no torch), on the reference's micrograd (`--impl`, every case compared with
+   the shipped answers) and on the untouched template, each against `python -c "import
+   numpy, pytest"` in the same environment. Medians of --repeat runs, in wall and in CPU
+   seconds, the commands taking turns (one run of each, then again), so that a drift in the
+   machine's speed reaches them all alike. The target: the reference's run in at most 2x the import. A
    micrograd run imports no numpy (it grades scalars), so `import pytest` alone is timed too:
    under every run lies the floor, that import plus the CPU the reference needs to run the
    public cases alone (`cases_alone`).
@@ -30,7 +31,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from timing import REPO, cases_alone, cpu_timed, run_once
+from timing import REPO, cases_alone, cpu_timed_together, run_once
 
 from grader import ONE_THREAD
 
@@ -120,13 +121,16 @@ def main() -> None:
 
         env = {**clean_env(venv), "GRADER_CACHE": str(tmp / "cache")}
         python = str(venv / "bin" / "python")
-        floor = cpu_timed([python, "-c", "import numpy, pytest"], args.repeat, env, bundle)[:2]
-        pytest_only = cpu_timed([python, "-c", "import pytest"], args.repeat, env, bundle)[:2]
-        suite = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/public/micrograd"]
-        template = cpu_timed(suite, args.repeat, env, bundle, ok=(1,))[:2]
-        shutil.rmtree(bundle / "micrograd")
-        shutil.copytree(REPO / "reference" / "micrograd", bundle / "micrograd")
-        reference = cpu_timed(suite, args.repeat, env, bundle)[:2]
+        suite = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        shutil.copytree(REPO / "reference" / "micrograd", bundle / "solved" / "micrograd")
+        commands = {
+            "import": [python, "-c", "import numpy, pytest"],
+            "pytest": [python, "-c", "import pytest"],
+            "reference": [*suite, "--impl", "solved", "tests/public/micrograd"],
+            "template": [*suite, "tests/public/micrograd"],
+        }
+        timed = cpu_timed_together(commands, args.repeat, env, bundle, ok={"template": (1,)})
+        floor, pytest_only, reference, template = (timed[name] for name in commands)
         print(f"a student's run (no torch), median of {args.repeat}: wall, CPU, ratios to the import")
         rows = [
             ("python -c 'import numpy, pytest'", floor),

@@ -100,6 +100,26 @@ def cpu_timed(
     return statistics.median(walls), statistics.median(cpus), out
 
 
+def cpu_timed_together(
+    commands: dict[str, list[str]],
+    repeat: int,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    ok: dict[str, tuple[int, ...]] | None = None,
+) -> dict[str, tuple[float, float]]:
+    """`cpu_timed` of several commands, run in turn (one run of each, `repeat` times over):
+    their medians compare with each other even where the machine's speed drifts during the
+    measurement, which run after run of one command and then of the next would not."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, argv in commands.items():
+            wall, cpu, _ = cpu_timed(argv, 1, env, cwd, (ok or {}).get(name, (0,)))
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in commands}
+
+
 #: runs every case of one assignment's given suites on the reference in this process, as a
 #: sandbox worker runs them (no tapes read; a deep case's graph frozen, not collected), and
 #: prints the CPU seconds of the cases alone: not the imports, the suites' loading or a compare
