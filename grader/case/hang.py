@@ -44,8 +44,8 @@ def listen() -> None:
 
 def where(dump: str, work: Path) -> tuple[str, int, str] | None:
     """Grader side: (file relative to the submission, line, function) of the innermost frame
-    inside `work` in the dump's thread that runs the cases, or None (no dump, or not yet all
-    of that thread's: its bottom frame, the worker's own, is the last one written)."""
+    inside `work` in the dump's thread that runs the cases, or None. Frames come innermost
+    first, so a dump still being written already holds the one that counts, if it has it."""
     prefix = str(work).rstrip("/") + "/"
     for block in dump.split("\n\n"):
         if CASES_THREAD not in block:

@@ -175,6 +175,44 @@ def test_smuggled_torch_is_flagged_when_it_loads(tmp_path, oracle, monkeypatch):
     assert any("uses torch" in e for e in report.errors)
 
 
+#: appended to a correct engine.py: its first addition, inside a case, reaches torch past the
+#: import guard, as torch_smuggled does when it is imported
+TORCH_ON_FIRST_ADD = """
+
+_add = Value.__add__
+
+
+def _add_with_torch(self, other):
+    import importlib, sys
+
+    if "to" + "rch" not in sys.modules:
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "ImportGuard"]
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        sys.path.append(f"{sys.prefix}/lib/{version}/site-packages")
+        try:
+            importlib.import_module("to" + "rch")
+        except Exception as exc:
+            print("no luck:", exc)
+    return _add(self, other)
+
+
+Value.__add__ = _add_with_torch
+"""
+
+
+def test_torch_smuggled_in_during_a_case_is_flagged(tmp_path, oracle, monkeypatch):
+    """The grader reads a worker's maps again between cases only when its address space has
+    changed size: a library loaded by a case, not by the import, grows it and is seen."""
+    weaker = "mount namespace" if confine.available() else "none"
+    monkeypatch.setattr(engine, "strongest_isolation", lambda: weaker)
+    sub = base(tmp_path / "sub")
+    engine_py = sub / "micrograd" / "engine.py"
+    engine_py.write_text(engine_py.read_text() + TORCH_ON_FIRST_ADD)
+    report = grade(sub, "public", ["micrograd"], SUITES, oracle, limits=Limits(timeout=20.0, memory=4096))
+    assert report.score == 0
+    assert any("uses torch" in e for e in report.errors), report.errors
+
+
 def test_fake_results_stay_inside_the_sandbox(tmp_path, oracle, monkeypatch):
     """Planted results.json files are never read; with confinement they cannot even be written."""
     sub = base(tmp_path / "sub")
