@@ -14,10 +14,10 @@ Releases the student bundle (`python -m grader release`) into a temporary folder
    the shipped answers) and on the untouched template, each against `python -c "import
    numpy, pytest"` in the same environment. Medians of --repeat runs, in wall and in CPU
    seconds, the commands taking turns (one run of each, then again), so that a drift in the
-   machine's speed reaches them all alike. The target: the reference's run in at most 2x the import. A
-   micrograd run imports no numpy (it grades scalars), so `import pytest` alone is timed too:
-   under every run lies the floor, that import plus the CPU the reference needs to run the
-   public cases alone (`cases_alone`).
+   machine's speed reaches them all alike. The target: the reference's run in at most 2x
+   the import. A micrograd run imports no numpy (it grades scalars), so `import pytest`
+   alone is timed too: under every run lies the floor, that import plus the CPU the
+   reference needs to run the public cases alone (`cases_alone`).
 """
 
 from __future__ import annotations

@@ -201,8 +201,6 @@ def fix_visiting_order(root: Any, known: dict[int, int]) -> None:
 
 class MicrogradBackend(ScalarBackend):
     name = "micrograd"
-    #: a folder named micrograd/ holding this (or __init__.py) is the package
-    markers = MARKERS
 
     def __init__(self, modules: dict, trace: bool = True) -> None:
         super().__init__(trace)
@@ -219,7 +217,7 @@ class MicrogradBackend(ScalarBackend):
     @classmethod
     def load(cls, directory: str | Path) -> Package:
         """The submission's micrograd with its engine imported (every case needs `Value`)."""
-        package = Package(directory, "micrograd", markers=cls.markers, provides=PROVIDES)
+        package = Package(directory, "micrograd", markers=MARKERS, provides=PROVIDES)
         package.module("engine")
         return package
 
