@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from grader.authoring.jupyter import import_nbgrader
 from grader.authoring.notebooks import _slug, package_files
 from grader.notebook import LAYOUT
 from grader.pipeline import REPO
@@ -203,25 +203,6 @@ def write_grades(course: str | Path, assignment: str, student: str, results: Ite
     the notebook is named after the assignment. A test cell the student deleted scores
     zero, as it does when autograding."""
     write_class_grades(course, assignment, {student: list(results)})
-
-
-def import_nbgrader() -> None:
-    """Import what `write_class_grades` needs from nbgrader: 2 s of CPU, mostly not for us.
-
-    `import nbgrader` brings its server extensions, nbformat and jsonschema, whose format
-    checker compiles an IRI grammar (`rfc3987_syntax`, over a second) that only the "iri"
-    string format uses. No schema the gradebook touches has that format, and jsonschema
-    treats the module as optional, so it is kept out while jsonschema first loads, and
-    allowed again after."""
-    keep_out = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
-    if keep_out:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # `import` raises ImportError
-    try:
-        import nbgrader.api  # noqa: F401
-        import nbgrader.utils  # noqa: F401
-    finally:
-        if keep_out and sys.modules.get("rfc3987_syntax", 0) is None:
-            del sys.modules["rfc3987_syntax"]
 
 
 def import_nbgrader_meanwhile() -> None:

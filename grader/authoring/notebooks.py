@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.authoring.jupyter import import_nbformat
 from grader.case.define import collect
 from grader.notebook import LAYOUT, Topic, in_scope, topics
 from grader.scope import Scope
@@ -347,7 +348,7 @@ def scoped_topics(suites: Path, assignment: str, scope: Scope | None) -> list[Sc
 def build(
     reference: Path, suites: Path, assignment: str, scope: Scope | None = None
 ) -> nbformat.NotebookNode:
-    import nbformat  # here: grading notebooks (`nbgrader_io`) never needs it
+    nbformat = import_nbformat()  # here: grading notebooks (`nbgrader_io`) never needs it
 
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}

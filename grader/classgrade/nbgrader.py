@@ -22,7 +22,8 @@ def write_course_grades(course: Path, assignment: str, reports: dict[str, Report
     timestamp that is not a date). A course whose gradebook does not know the assignment's
     grade cells (nbgrader's `MissingEntry`, or no gradebook tables at all) is the user's
     mistake, said in one line."""
-    from grader.authoring.nbgrader_io import import_nbgrader, write_class_grades
+    from grader.authoring.jupyter import import_nbgrader
+    from grader.authoring.nbgrader_io import write_class_grades
 
     import_nbgrader()  # quickly, as `write_class_grades` does; then its exceptions are at hand
     from nbgrader.api import MissingEntry

@@ -163,11 +163,13 @@ def _rank(item: pytest.Item) -> int:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Group each module's tests that share a costly fixture (`--dist loadgroup`), and put the
     costliest first. Before the graded suites' plugin reads PyTorch's answers, one process
-    makes them (so that two workers do not both run PyTorch on a cold cache)."""
-    _prepare_oracle_cache()
+    makes them (so that two workers do not both run PyTorch on a cold cache); `--co` runs
+    nothing, and needs none."""
+    if not config.option.collectonly:
+        _prepare_oracle_cache()
     for item in items:
         if _rank(item) < len(COSTLY):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

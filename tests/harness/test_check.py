@@ -51,6 +51,9 @@ def test_mul_gradient(lib):
 '''
 
 
+MUL = "other.grad += self.data * out.grad"  # micrograd's product rule, for its second factor
+
+
 def grader_check(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"}
     return subprocess.run(
@@ -80,18 +83,17 @@ def test_the_kit_passes():
 
 
 def test_a_reference_short_of_full_marks_fails(tmp_path):
+    """micrograd's (the quicker to check) product rule, slipped: the reference row fails, exit 1."""
     reference = tmp_path / "reference"
     shutil.copytree(REPO / "reference", reference, ignore=shutil.ignore_patterns("__pycache__"))
-    ops = reference / "needle" / "ops.py"
-    text = ops.read_text()
-    assert text.count("return out_grad * rhs, out_grad * lhs") == 1
-    ops.write_text(
-        text.replace("return out_grad * rhs, out_grad * lhs", "return out_grad * rhs, out_grad * rhs")
-    )
-    done = grader_check("--assignment", "needle", "--mutants", "0", "--reference", str(reference))
+    engine = reference / "micrograd" / "engine.py"
+    text = engine.read_text()
+    assert text.count(MUL) == 1
+    engine.write_text(text.replace(MUL, "other.grad += other.data * out.grad"))
+    done = grader_check("--assignment", "micrograd", "--mutants", "0", "--reference", str(reference))
     assert done.returncode == 1, done.stdout + done.stderr
     line = row(done.stdout, "reference")
-    assert "FAIL" in line and "; failed: needle/" in line, line
+    assert "FAIL" in line and "; failed: micrograd/" in line, line
     assert "checks failed" in done.stdout
 
 

@@ -202,3 +202,33 @@ def test_a_students_micrograd_run_never_imports_numpy():
     command = [sys.executable, "-c", check]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.stdout.split()[-2:] == ["False", "0"], done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_notebooks_are_read_without_the_iri_grammar_and_it_stays_importable():
+    """`grader.authoring.jupyter`: nbformat imported through it leaves jsonschema's IRI
+    grammar unloaded (1.7 s of every notebook-reading process), validates notebooks as
+    before, and a later direct import of the grammar works as usual."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("nbformat") is None:
+        pytest.skip("nbformat is not installed (the nbgrader extra)")
+    check = (
+        "import sys\n"
+        "from grader.authoring.jupyter import import_nbformat\n"
+        "nbformat = import_nbformat()\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1 + 1')])\n"
+        "nbformat.validate(nb)\n"
+        "print('rfc3987_syntax' in sys.modules)\n"
+        "try:\n"
+        "    import rfc3987_syntax\n"
+        "except ImportError as exc:\n"
+        "    print('blocked' if 'None in sys.modules' in str(exc) else 'missing')\n"
+        "else:\n"
+        "    print('works' if rfc3987_syntax.is_valid_syntax('iri', 'https://example.org/') else 'broken')\n"
+    )
+    command = [sys.executable, "-c", check]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    installed = importlib.util.find_spec("rfc3987_syntax") is not None
+    assert done.stdout.split() == ["False", "works" if installed else "missing"], done.stdout + done.stderr

@@ -85,12 +85,24 @@ def submissions(course):
     }
 
 
+#: the gradebook as `nbgrader generate_assignment` left it for both assignments, kept beside the course
+GENERATED = "generated.db"
+
+
+def as_generated(course):
+    """Back to the course as generated, before any submission was graded: its gradebook as
+    `generate_assignment` wrote it (copied, not made again: 5 s a command), nothing autograded."""
+    shutil.copy(course.parent / GENERATED, course / "gradebook.db")
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     env = environment(CASE_TIMEOUT)
     course = make_course(tmp_path_factory.mktemp("nbgrader"))
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+    shutil.copy(course / "gradebook.db", course.parent / GENERATED)
     notebooks = {key: submit(course, *key, nb) for key, nb in submissions(course).items()}
     for assignment in ("micrograd", "needle"):
         done = nbgrader(course, "autograde", assignment, "--force", env=env)
@@ -196,10 +208,7 @@ def test_feedback_does_not_show_hidden_cases(course):
 
 def test_written_grades_export_like_autograde(course):
     course, env, reports, rows = course
-    (course / "gradebook.db").unlink()
-    shutil.rmtree(course / "autograded")
-    for assignment in ("micrograd", "needle"):
-        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
+    as_generated(course)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for (student, assignment), report in reports.items():
@@ -213,11 +222,9 @@ def test_written_grades_export_like_autograde(course):
 def fast(course):
     """The course graded again by `grade-class --nbgrader` alone, its feedback generated."""
     course, env, *_ = course
-    (course / "gradebook.db").unlink(missing_ok=True)  # also a half-made one
-    shutil.rmtree(course / "autograded", ignore_errors=True)
+    as_generated(course)
     shutil.rmtree(course / "feedback", ignore_errors=True)
     for assignment in ("micrograd", "needle"):
-        nbgrader(course, "generate_assignment", assignment, "--force", env=env)
         # one at a time: the exports must agree to the point, and a starved worker can time out
         fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
     nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)

@@ -528,10 +528,11 @@ def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypa
     """nbgrader's own exceptions, caught by their classes: one line for the CLI (exit 2);
     any other failure stays the grader's own."""
     from grader.authoring import nbgrader_io
+    from grader.authoring.jupyter import import_nbgrader
     from grader.classgrade.nbgrader import write_course_grades
     from grader.options import UserError
 
-    nbgrader_io.import_nbgrader()
+    import_nbgrader()
     from nbgrader.api import MissingEntry
     from sqlalchemy.exc import OperationalError
 

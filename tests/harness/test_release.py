@@ -605,11 +605,10 @@ def test_classroom_grades_the_template_like_pytest(student, bundle, tmp_path, or
 def test_classroom_scores_a_crashing_submission_zero_with_reasons(student, bundle, tmp_path):
     repo = submission(bundle, tmp_path, "crashing")
     (repo / "micrograd" / "engine.py").write_text("import os\n\nos._exit(3)\n")
-    autograd = repo / "needle" / "autograd.py"
-    autograd.write_text(
-        autograd.read_text()
-        + "\n\ndef compute_gradient_of_variables(output_tensor, out_grad):\n"
-        + "    import ctypes\n\n    ctypes.string_at(0)  # a segmentation fault\n"
+    ops = repo / "needle" / "ops.py"  # a segmentation fault in log's forward: each case with a log crashes
+    ops.write_text(
+        ops.read_text()
+        + "\n\ndef crash(self, a):\n    __import__('ctypes').string_at(0)\n\n\nLog.compute = crash\n"
     )
     document = classroom_result(student, repo, tmp_path)
     tests = document["tests"]
@@ -619,7 +618,7 @@ def test_classroom_scores_a_crashing_submission_zero_with_reasons(student, bundl
     needle = [t for t in tests if t["name"].startswith("needle /")]
     crashed = [t for t in needle if t["status"] == "error"]
     assert crashed and all(t["score"] == 0 and t["message"] for t in crashed)
-    assert any(t["status"] == "pass" for t in needle)  # forward cases never reach backward
+    assert any(t["status"] == "pass" for t in needle)  # its forward cases without a log
 
 
 def test_classroom_writes_a_result_when_grading_cannot_run(tmp_path):

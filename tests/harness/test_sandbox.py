@@ -20,6 +20,11 @@ from grader.case.define import collect
 from grader.case.limits import REPEATS, SHORT_TIMEOUT
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.wire import TAPE_KEYS, encode
+from grader.classgrade.engine import GRACE, LocalBackend, grade_class
+from grader.classgrade.gradebook import Gradebook
+from grader.classgrade.layout import Submission
+from grader.classgrade.runner import cpu_count
+from grader.pipeline import Request, grade_submission, select_cases
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
@@ -512,7 +517,8 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
     is visited (a rule assigning with `=`, a breadth-first "topological" order) is
     nondeterministic in any engine: each process iterates those sets in its own order
     (addresses differ). A case may differ only when its in-process verdict changes with the
-    heap's layout."""
+    heap's layout. The sandboxed runs are graded as one class (`grade_class`: the same
+    sandbox, each submission in a process forked from a warm one), the quick way to grade 49."""
     bugs = bank()
     assert bugs, "no bug bank"
     cases = [
@@ -520,25 +526,42 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
     ]
     oracle.prepare(cases, REPO / "tests")
     limits = Limits(timeout=30.0, budget=600.0)
-    reference = dict(
-        suite="all", suites_dir=REPO / "tests", oracle=oracle, keep=lambda c: quick(oracle, c) and sampled(c)
-    )
-    boxed = grade(REPO / "reference", limits=limits, **reference)
-    assert boxed.score == boxed.max_score > 0
-    assert verdicts(boxed) == verdicts(grade(REPO / "reference", sandbox=False, **reference))
+    requests = {
+        "reference": (
+            REPO / "reference",
+            Request("all", None, REPO / "tests", False, limits, lambda c: quick(oracle, c) and sampled(c)),
+        )
+    }
     for bug, materialize in bugs:
-        sub = materialize(bug, tmp_path / bug.name)
-        names = sorted({Path(file).parts[0] for file, _, _ in bug.edits})
+        names = tuple(sorted({Path(file).parts[0] for file, _, _ in bug.edits}))
         suite, keep = chosen(bug, oracle, [c for c in cases if c.assignment in names])
-        kwargs = dict(suite=suite, only=names, suites_dir=REPO / "tests", oracle=oracle, keep=keep)
-        boxed = verdicts(grade(sub, limits=limits, **kwargs))
-        local = verdicts(grade(sub, sandbox=False, **kwargs))
-        assert boxed.keys() == local.keys()
-        for case_id, verdict in local.items():
+        requests[bug.name] = (
+            materialize(bug, tmp_path / bug.name),
+            Request(suite, names, REPO / "tests", False, limits, keep),
+        )
+    local = {
+        name: verdicts(grade_submission(sub, request, oracle)) for name, (sub, request) in requests.items()
+    }
+    chosen_cases = {name: select_cases(sub, request, oracle) for name, (sub, request) in requests.items()}
+    run = grade_class(
+        [Submission(name, sub) for name, (sub, _) in requests.items()],
+        lambda submission: chosen_cases[submission.student],
+        oracle,
+        Gradebook(tmp_path / "gradebook.db"),
+        LocalBackend(cpu_count(), limits.budget + GRACE),
+        limits,
+    )
+    assert not run.failed, run.failed
+    assert run.graded.keys() == requests.keys()
+    assert run.graded["reference"].score == run.graded["reference"].max_score > 0
+    for name, (sub, _) in requests.items():
+        boxed = verdicts(run.graded[name])
+        assert boxed.keys() == local[name].keys()
+        for case_id, verdict in local[name].items():
             if boxed[case_id] == verdict:
                 continue
             varies = len(in_process_verdicts(sub, case_id, oracle) | {verdict}) > 1
-            assert varies, (bug.name, case_id, boxed[case_id], verdict)
+            assert varies, (name, case_id, boxed[case_id], verdict)
 
 
 def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, monkeypatch):

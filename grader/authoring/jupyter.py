@@ -1,0 +1,45 @@
+"""Jupyter's libraries (nbformat, nbgrader) imported without a grammar nothing here uses.
+
+nbformat validates notebooks with jsonschema, and jsonschema's format checker imports
+`rfc3987_syntax` (where installed, as Jupyter's servers install it), which compiles a grammar
+of IRIs at import: 1.7 s of CPU, in every process that reads a notebook. Only the "iri"
+string format uses it, and no notebook or gradebook schema has that format; jsonschema treats
+the module as optional. So it is kept out while jsonschema first loads, and allowed again
+after: a later, direct `import rfc3987_syntax` works as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+GRAMMAR = "rfc3987_syntax"
+
+
+@contextlib.contextmanager
+def without_iri_grammar() -> Iterator[None]:
+    """Import jsonschema (through nbformat or nbgrader) inside this block: see the module."""
+    keep_out = "jsonschema" not in sys.modules and GRAMMAR not in sys.modules
+    if keep_out:
+        sys.modules[GRAMMAR] = None  # type: ignore[assignment]  # `import` raises ImportError
+    try:
+        yield
+    finally:
+        if keep_out and GRAMMAR in sys.modules and sys.modules[GRAMMAR] is None:
+            del sys.modules[GRAMMAR]
+
+
+def import_nbformat():  # noqa: ANN201 (nbformat is optional: no annotation to import)
+    """nbformat, imported as the module says."""
+    with without_iri_grammar():
+        import nbformat
+    return nbformat
+
+
+def import_nbgrader() -> None:
+    """What the fast path needs of nbgrader (its Gradebook and utilities), imported as the
+    module says: 2 s of CPU otherwise, mostly not for us."""
+    with without_iri_grammar():
+        import nbgrader.api  # noqa: F401
+        import nbgrader.utils  # noqa: F401
