@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from types import ModuleType
 
 GRAMMAR = "rfc3987_syntax"
 
@@ -30,7 +31,7 @@ def without_iri_grammar() -> Iterator[None]:
             del sys.modules[GRAMMAR]
 
 
-def import_nbformat():  # noqa: ANN201 (nbformat is optional: no annotation to import)
+def import_nbformat() -> ModuleType:
     """nbformat, imported as the module says."""
     with without_iri_grammar():
         import nbformat

@@ -186,22 +186,26 @@ def test_every_import_on_its_way_out_is_still_there():
     assert not gone, f"no longer imported: remove from LEAVING in {Path(__file__).name}: {'; '.join(gone)}"
 
 
+def printed_by(code: str) -> tuple[list[str], str]:
+    """What `python -c CODE`, run fresh in the checkout, prints: its words, and all it said."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    return done.stdout.split(), done.stdout[-3000:] + done.stderr[-2000:]
+
+
 def test_a_students_micrograd_run_never_imports_numpy():
     """A student's run of the micrograd suite grades scalars: numpy (a third of what a run
     imports) stays out of it, so the kit's own modules must import it only where arrays are
     (bench/bench_bundle.py measures what that saves)."""
-    import subprocess
-    import sys
-
-    check = (
+    words, said = printed_by(
         "import sys, pytest; "
         "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'ops or deep', "
         "'tests/public/micrograd']); "
         "print('numpy' in sys.modules, int(code))"
     )
-    command = [sys.executable, "-c", check]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.stdout.split()[-2:] == ["False", "0"], done.stdout[-3000:] + done.stderr[-2000:]
+    assert words[-2:] == ["False", "0"], said
 
 
 def test_notebooks_are_read_without_the_iri_grammar_and_it_stays_importable():
@@ -209,12 +213,10 @@ def test_notebooks_are_read_without_the_iri_grammar_and_it_stays_importable():
     grammar unloaded (1.7 s of every notebook-reading process), validates notebooks as
     before, and a later direct import of the grammar works as usual."""
     import importlib.util
-    import subprocess
-    import sys
 
     if importlib.util.find_spec("nbformat") is None:
         pytest.skip("nbformat is not installed (the nbgrader extra)")
-    check = (
+    words, said = printed_by(
         "import sys\n"
         "from grader.authoring.jupyter import import_nbformat\n"
         "nbformat = import_nbformat()\n"
@@ -228,7 +230,5 @@ def test_notebooks_are_read_without_the_iri_grammar_and_it_stays_importable():
         "else:\n"
         "    print('works' if rfc3987_syntax.is_valid_syntax('iri', 'https://example.org/') else 'broken')\n"
     )
-    command = [sys.executable, "-c", check]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     installed = importlib.util.find_spec("rfc3987_syntax") is not None
-    assert done.stdout.split() == ["False", "works" if installed else "missing"], done.stdout + done.stderr
+    assert words == ["False", "works" if installed else "missing"], said
