@@ -23,8 +23,11 @@ grader renames a fresh copy of it into place: that write is lost, a later run mi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -117,6 +120,25 @@ def clear(folder: Path) -> list[Path]:
     A grader running meanwhile keeps what it has read, and writes its version again."""
     every = [v.path for v in versions(folder)] + [path for path, _, _ in temporaries(folder)]
     return [path for path in every if _remove(path)]
+
+
+def copy_version(path: Path, folder: Path) -> None:
+    """A version file copied into `folder` under its name, whole or not at all (written to a
+    temporary name, then renamed, as the oracle writes), its last use kept."""
+    tmp = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
+        os.close(fd)
+        shutil.copy2(path, tmp)
+        os.replace(tmp, folder / path.name)
+        tmp = None
+    except OSError:
+        pass  # a read-only or full cache: the copy only saves time
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def touch(path: Path) -> None:

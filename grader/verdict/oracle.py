@@ -168,12 +168,9 @@ def _uq(obj: Any) -> Quantity | None:
 
 
 def run_to_plain(run: Run) -> dict[str, Any]:
-    """A run as the cache keeps it: `detail` (the tape and steps) as one JSON string."""
-    steps = [
-        {"op": s.op, "inputs": _encode(s.inputs), "kwargs": _encode(list(s.kwargs.items())), "label": s.label}
-        for s in run.steps
-    ]
-    detail = {"tape": [{k: _q(v) for k, v in entry.items()} for entry in run.tape], "steps": steps}
+    """A run as the cache keeps it: `detail` (the tape and steps) as one JSON string. A run
+    read from the cache whose detail nothing has read keeps that string as it was read: it
+    was checked when it was written, and a deep case's tape is most of a release's answers."""
     plain = {
         "results": {k: _q(v) for k, v in run.results.items()},
         "names": [[i, n] for i, n in run.names.items()],
@@ -181,8 +178,15 @@ def run_to_plain(run: Run) -> dict[str, Any]:
         "seeds": run.seeds,
         "needs": run.needs,
         "ops": run.ops,
-        "detail": json.dumps(detail, separators=(",", ":")),
     }
+    if "_detail" in run.__dict__:  # a CachedRun, not decoded
+        return {**plain, "detail": run.__dict__["_detail"]}
+    steps = [
+        {"op": s.op, "inputs": _encode(s.inputs), "kwargs": _encode(list(s.kwargs.items())), "label": s.label}
+        for s in run.steps
+    ]
+    detail = {"tape": [{k: _q(v) for k, v in entry.items()} for entry in run.tape], "steps": steps}
+    plain["detail"] = json.dumps(detail, separators=(",", ":"))
     again = run_from_plain(json.loads(json.dumps(plain)))
     if repr(again.steps) != repr(run.steps):
         raise TypeError("a step does not survive JSON")  # then it is simply not cached

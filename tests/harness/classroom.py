@@ -76,15 +76,15 @@ def kind_of(student: str) -> str:
     return student.split("-", 1)[1]
 
 
-def make_class(root: Path, size: int, only: list[str] | None = None) -> dict[str, str]:
-    """Write `size` students under `root`; returns student -> kind."""
+def make_class(root: Path, size: int, only: list[str] | None = None, first: int = 0) -> dict[str, str]:
+    """Write `size` students under `root`, numbered from `first`; returns student -> kind."""
     makers = kinds()
     order = [k for k in makers if only is None or k in only]
     fast = [k for k in order if k not in SLOW]
     picks = [k for k in order if k in SLOW][:size] + fast * (size // max(1, len(fast)) + 1)
     students = {}
     for i, kind in enumerate(picks[:size]):
-        student = f"s{i:03d}-{kind}"
+        student = f"s{first + i:03d}-{kind}"
         folder = root / student
         folder.mkdir(parents=True)
         makers[kind](folder)

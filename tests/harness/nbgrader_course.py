@@ -124,9 +124,10 @@ def formgrader_view(course: Path, assignment: str) -> dict[str, tuple[bool, floa
     return {s["student"]: (s["autograded"], s["score"]) for s in listed if s["submitted"]}
 
 
-def cell_points(course: Path, assignment: str, student: str) -> dict[str, float]:
-    """Points per test cell, from the autograded notebook's outputs as nbgrader reads them."""
+def cell_points(autograded: Path, assignment: str, student: str) -> dict[str, float]:
+    """Points per test cell, from the autograded notebook's outputs as nbgrader reads them
+    (`autograded`: a course's autograded/ folder, or a copy of it)."""
     from nbgrader.utils import determine_grade, is_grade
 
-    nb = nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+    nb = nbformat.read(autograded / student / assignment / f"{assignment}.ipynb", as_version=4)
     return {c.metadata.nbgrader.grade_id: determine_grade(c)[0] for c in nb.cells if is_grade(c)}

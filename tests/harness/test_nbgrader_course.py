@@ -1,9 +1,10 @@
 """The course under assignments/ with real nbgrader and a real kernel, end to end.
 
-generate_assignment -> submissions -> autograde -> generate_feedback -> export. Scores must
-equal `python -m grader grade` on the code extracted from each notebook; feedback must not
-show hidden cases; writing the same scores into the gradebook directly must export the same.
-Takes a few minutes (most of it one kernel per submission).
+generate_assignment -> submissions -> autograde -> generate_feedback -> export, then the same
+course graded by the fast path (`grade-class --nbgrader`). Scores must equal the grader's own
+on the code extracted from each notebook; feedback must not show hidden cases, and must show
+after the fast path what it shows after autograde; writing the same scores into the gradebook
+directly must export the same. Takes a few minutes (most of it one kernel per submission).
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import warnings
 import pytest
 
 from grader.authoring.leaks import scan, secrets
-from grader.authoring.nbgrader_io import cell_scores, extract, write_grades
-from grader.case.limits import Limits
-from tests.harness.grading import grade
+from grader.authoring.nbgrader_io import cell_scores, write_grades
+from grader.classgrade.gradebook import Gradebook as ClassGradebook
 
 if importlib.util.find_spec("nbgrader") is None:  # found, not imported: collection stays quick
     pytest.skip("nbgrader is not installed (the nbgrader extra)", allow_module_level=True)
@@ -96,34 +96,49 @@ def as_generated(course):
     shutil.rmtree(course / "autograded", ignore_errors=True)
 
 
+#: where nbgrader's own autograded notebooks are kept, beside the course, once the fast path
+#: has written its own into the course
+BY_NBGRADER = "autograded-by-nbgrader"
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
+    """The course graded twice: by `nbgrader autograde` (its export, feedback and autograded
+    notebooks kept), then by `grade-class --nbgrader` alone, whose reports (the class
+    gradebook's: the code extracted from each notebook, graded in the sandbox as `grader
+    grade` grades it) every test compares nbgrader's results with."""
     env = environment(CASE_TIMEOUT)
     course = make_course(tmp_path_factory.mktemp("nbgrader"))
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_assignment", assignment, "--force", env=env)
     shutil.copy(course / "gradebook.db", course.parent / GENERATED)
-    notebooks = {key: submit(course, *key, nb) for key, nb in submissions(course).items()}
+    for key, nb in submissions(course).items():
+        submit(course, *key, nb)
     for assignment in ("micrograd", "needle"):
         done = nbgrader(course, "autograde", assignment, "--force", env=env)
         (course.parent / f"autograde-{assignment}.log").write_text(done.stdout + done.stderr)
     # graded alone, with a short cell timeout, so the hang costs CELL_TIMEOUT seconds
     stuck = edit(filled(course, "micrograd"), "        self.grad = 1.0\n", STUCK)
-    notebooks["stuck", "micrograd"] = submit(course, "stuck", "micrograd", stuck)
+    submit(course, "stuck", "micrograd", stuck)
     timeout = f"--Execute.timeout={CELL_TIMEOUT}"
     nbgrader(course, "autograde", "micrograd", "--student", "stuck", "--force", timeout, env=env)
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_feedback", assignment, "--force", env=env)
     shutil.copy(course / "feedback" / "buggy" / "micrograd" / "micrograd.html", course.parent / "buggy.html")
-    # the same code, out of the notebooks, graded as a directory
+    rows = export(course, env)
+    shutil.copytree(course / "autograded", course.parent / BY_NBGRADER)
+
+    as_generated(course)
+    shutil.rmtree(course / "feedback")
+    for assignment in ("micrograd", "needle"):
+        # one at a time: the exports must agree to the point, and a starved worker can time out
+        fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
+    nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
     reports = {}
-    for (student, assignment), path in notebooks.items():
-        source = course / "source" / assignment / f"{assignment}.ipynb"
-        directory = extract(path, course.parent / "extracted" / student, assignment, source=source)
-        reports[student, assignment] = grade(
-            directory, suite="all", only=[assignment], limits=Limits(timeout=CASE_TIMEOUT)
-        )
-    return course, env, reports, export(course, env)
+    for assignment in ("micrograd", "needle"):
+        with ClassGradebook(course / "classgrade" / f"gradebook-{assignment}.db") as book:
+            reports.update({(student, assignment): report for student, report in book.reports()})
+    return course, env, reports, rows
 
 
 def test_release_has_no_solutions_or_hidden_tests(course):
@@ -158,9 +173,9 @@ def test_exported_scores_equal_the_graders(course):
 def test_each_cell_scores_its_topic(course):
     course, _, reports, _ = course
     for student in ("buggy", "hang", "untouched", "stuck"):
-        got = cell_points(course, "micrograd", student)
+        got = cell_points(course.parent / BY_NBGRADER, "micrograd", student)
         assert got == pytest.approx(cell_scores(reports[student, "micrograd"].results, "micrograd"))
-    hung, correct = (cell_points(course, "micrograd", student) for student in ("hang", "correct"))
+    hung, correct = (cell_points(course.parent / BY_NBGRADER, "micrograd", s) for s in ("hang", "correct"))
     assert [cell for cell in correct if hung[cell] != correct[cell]] == ["test_deep"]  # the hang costs
     assert 0 < hung["test_deep"] < correct["test_deep"]  # its own case only
 
@@ -169,7 +184,7 @@ def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(c
     course, _, reports, _ = course
     import nbformat
 
-    nb = nbformat.read(course / "autograded" / "stuck" / "micrograd" / "micrograd.ipynb", as_version=4)
+    nb = nbformat.read(course.parent / BY_NBGRADER / "stuck" / "micrograd" / "micrograd.ipynb", as_version=4)
     cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     ids = [c.metadata.nbgrader.grade_id for c in cells]
     errors = {
@@ -177,7 +192,7 @@ def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(c
     }
     assert "CellTimeoutError" in errors["test_deep"]  # nbgrader's timeout stopped it, not the case's
     assert not any(errors[grade_id] for grade_id in ids if grade_id != "test_deep")
-    points = cell_points(course, "micrograd", "stuck")
+    points = cell_points(course.parent / BY_NBGRADER, "micrograd", "stuck")
     after = ids[ids.index("test_deep") + 1 :]
     assert after and all(points[grade_id] > 0 for grade_id in after)  # the cells after it still graded
     assert points == pytest.approx(cell_scores(reports["stuck", "micrograd"].results, "micrograd"))
@@ -187,7 +202,7 @@ def test_failing_cells_show_the_graders_diagnostic_on_stdout(course):
     course, _, reports, _ = course
     import nbformat
 
-    nb = nbformat.read(course / "autograded" / "buggy" / "micrograd" / "micrograd.ipynb", as_version=4)
+    nb = nbformat.read(course.parent / BY_NBGRADER / "buggy" / "micrograd" / "micrograd.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     failed = [r for r in reports["buggy", "micrograd"].results if not r.passed]
@@ -206,32 +221,7 @@ def test_feedback_does_not_show_hidden_cases(course):
     assert "### BEGIN HIDDEN TESTS" not in html
 
 
-def test_written_grades_export_like_autograde(course):
-    course, env, reports, rows = course
-    as_generated(course)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for (student, assignment), report in reports.items():
-            write_grades(course, assignment, student, report.results)
-    assert [w for w in caught if "SAWarning" in type(w.message).__name__] == []
-    assert export(course, env, "written.csv") == rows
-    assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
-
-
-@pytest.fixture(scope="module")
-def fast(course):
-    """The course graded again by `grade-class --nbgrader` alone, its feedback generated."""
-    course, env, *_ = course
-    as_generated(course)
-    shutil.rmtree(course / "feedback", ignore_errors=True)
-    for assignment in ("micrograd", "needle"):
-        # one at a time: the exports must agree to the point, and a starved worker can time out
-        fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
-    nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
-    return course
-
-
-def test_fast_path_exports_like_autograde(course, fast):
+def test_fast_path_exports_like_autograde(course):
     """`grade-class --nbgrader`: the class engine grades the extracted code and writes nbgrader's
     gradebook; `nbgrader export` then equals the export after `nbgrader autograde`."""
 
@@ -264,6 +254,21 @@ def test_fast_path_exports_like_autograde(course, fast):
     page = (out / "pages" / "students" / "correct.html").read_text()
     assert "micrograd" in page and "needle" in page
     assert {p.stem for p in (out / "pages" / "students").glob("*.html")} == {s for s, _ in reports}
+
+
+def test_written_grades_export_like_autograde(course):
+    """`write_grades`, each report's points written per cell into a gradebook as generated,
+    exports what autograde exported. It rewrites the course's gradebook: after the tests that
+    read the fast path's."""
+    course, env, reports, rows = course
+    as_generated(course)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for (student, assignment), report in reports.items():
+            write_grades(course, assignment, student, report.results)
+    assert [w for w in caught if "SAWarning" in type(w.message).__name__] == []
+    assert export(course, env, "written.csv") == rows
+    assert (course / "autograded" / "correct" / "micrograd" / "timestamp.txt").is_file()
 
 
 def test_a_timestamp_that_is_not_a_date_costs_nothing_and_is_said(course, tmp_path):
@@ -303,14 +308,14 @@ def shown_outputs(html: str) -> dict[str, str]:
     return shown
 
 
-def test_fast_path_feedback_shows_what_autograde_shows(course, fast):
+def test_fast_path_feedback_shows_what_autograde_shows(course):
     """A buggy submission's feedback after `grade-class --nbgrader` shows in each test cell the
     diagnostics and the score line that the feedback after `nbgrader autograde` shows, and
     the hidden cases as one line of points."""
     course, _, reports, _ = course
     after_autograde = shown_outputs((course.parent / "buggy.html").read_text())
     after_fast_path = shown_outputs(
-        (fast / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
+        (course / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
     )
     assert set(after_autograde) == set(cell_scores(reports["buggy", "micrograd"].results, "micrograd"))
     assert after_fast_path == after_autograde

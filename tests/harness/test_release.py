@@ -29,6 +29,7 @@ from grader.authoring.release import grader_files, release
 from grader.case.define import collect
 from grader.cli import main as cli
 from grader.pipeline import InProcessRunner, grade
+from grader.verdict import cache
 from grader.verdict.oracle import Oracle
 from tests.harness import reporter
 
@@ -164,9 +165,14 @@ def test_the_answers_are_every_public_cases_run_stamped_with_its_suite(bundle):
         assert run["results"] and json.loads(run["detail"])["tape"] is not None  # what a diagnosis reads
 
 
-def test_a_narrower_release_ships_one_assignment(tmp_path):
+def test_a_narrower_release_ships_one_assignment(tmp_path, bundle, oracle_cache):
+    """...with the searches' runs of the run's first release, which it left in the oracle
+    cache for the next release to start from."""
+    assert {v.assignment for v in cache.versions(oracle_cache) if v.suite == "search"} >= set(NAMES)
     made = release(tmp_path / "micrograd-only", assignments=["micrograd"])
     assert made.leaks == []
+    answers = [json.loads((b / "grader/answers/micrograd.json").read_text()) for b in (made.out, bundle)]
+    assert answers[0]["runs"] == answers[1]["runs"]
     root = made.out
     assert (root / "micrograd").is_dir() and not (root / "needle").exists()
     assert not (root / "tests" / "public" / "needle").exists()
