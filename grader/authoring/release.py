@@ -254,9 +254,9 @@ def search_runs(bundle: Path, repo: Path, names: list[str], seed: Path | None = 
     if not searched:
         return found
     with tempfile.TemporaryDirectory(prefix="grader-release-search-") as folder:
-        ours = [v for v in cache.versions(seed) if v.suite == "search"] if seed and seed.is_dir() else []
-        for version in ours:
-            cache.copy_version(version.path, Path(folder))
+        for version in cache.versions(seed) if seed is not None and seed.is_dir() else []:
+            if version.assignment in searches and version.suite == "search":
+                cache.copy_version(version.path, Path(folder))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_STORAGE_DIRECTORY=f"{folder}/hypothesis")
         argv = [

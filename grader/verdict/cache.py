@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,23 +123,30 @@ def clear(folder: Path) -> list[Path]:
     return [path for path in every if _remove(path)]
 
 
-def copy_version(path: Path, folder: Path) -> None:
-    """A version file copied into `folder` under its name, whole or not at all (written to a
-    temporary name, then renamed, as the oracle writes), its last use kept."""
+def write_version(path: Path, fill: Callable[[Path], None]) -> bool:
+    """Make the file `path` by having `fill` write a temporary file beside it, then renaming
+    that into place: readers see the old file or the new one, never a part. Returns whether it
+    was written; a failed write leaves nothing."""
     tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         os.close(fd)
-        shutil.copy2(path, tmp)
-        os.replace(tmp, folder / path.name)
+        fill(Path(tmp))
+        os.replace(tmp, path)
         tmp = None
+        return True
     except OSError:
-        pass  # a read-only or full cache: the copy only saves time
+        return False  # a cache that cannot be written (a full disk, a cleared folder) only costs time
     finally:
-        if tmp is not None:
+        if tmp is not None:  # not renamed: the write failed, or was interrupted
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def copy_version(path: Path, folder: Path) -> bool:
+    """The version file `path` copied into `folder` (`write_version`), its last use kept."""
+    return write_version(folder / path.name, lambda tmp: shutil.copy2(path, tmp))
 
 
 def touch(path: Path) -> None:

@@ -21,14 +21,12 @@ installed, and otherwise raises NeedsTorch, whose one line says so.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import platform
-import tempfile
 import time
 from collections.abc import Iterable
 from importlib import metadata
@@ -418,20 +416,10 @@ def _read_answers(path: Path) -> dict[str, Any]:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> bool:
-    """Write to a temporary name beside `path`, then rename: readers see the old file or the
-    new one, never a part. Returns whether it was written; a failed write leaves nothing."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w") as fh:
+    """Write the version file `path` whole or not at all (`cache.write_version`)."""
+
+    def fill(tmp: Path) -> None:
+        with tmp.open("w") as fh:
             json.dump(data, fh)
-        os.replace(tmp, path)
-        tmp = None
-        return True
-    except OSError:
-        return False  # a cache that cannot be written (a full disk, a cleared folder) only costs time
-    finally:
-        if tmp is not None:  # not renamed: the write failed, or was interrupted
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+
+    return cache.write_version(path, fill)
