@@ -96,9 +96,9 @@ def as_generated(course):
     shutil.rmtree(course / "autograded", ignore_errors=True)
 
 
-#: where nbgrader's own autograded notebooks are kept, beside the course, once the fast path
-#: has written its own into the course
-BY_NBGRADER = "autograded-by-nbgrader"
+#: where what `nbgrader autograde` left (its autograded/ notebooks and the feedback made from
+#: them) is kept, beside the course, once the fast path has written its own into the course
+BY_NBGRADER = "by-nbgrader"
 
 
 @pytest.fixture(scope="module")
@@ -124,12 +124,11 @@ def course(tmp_path_factory):
     nbgrader(course, "autograde", "micrograd", "--student", "stuck", "--force", timeout, env=env)
     for assignment in ("micrograd", "needle"):
         nbgrader(course, "generate_feedback", assignment, "--force", env=env)
-    shutil.copy(course / "feedback" / "buggy" / "micrograd" / "micrograd.html", course.parent / "buggy.html")
     rows = export(course, env)
-    shutil.copytree(course / "autograded", course.parent / BY_NBGRADER)
+    shutil.copytree(course / "autograded", course.parent / BY_NBGRADER / "autograded")
+    shutil.move(course / "feedback", course.parent / BY_NBGRADER / "feedback")
 
     as_generated(course)
-    shutil.rmtree(course / "feedback")
     for assignment in ("micrograd", "needle"):
         # one at a time: the exports must agree to the point, and a starved worker can time out
         fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
@@ -173,9 +172,10 @@ def test_exported_scores_equal_the_graders(course):
 def test_each_cell_scores_its_topic(course):
     course, _, reports, _ = course
     for student in ("buggy", "hang", "untouched", "stuck"):
-        got = cell_points(course.parent / BY_NBGRADER, "micrograd", student)
+        got = cell_points(course.parent / BY_NBGRADER / "autograded", "micrograd", student)
         assert got == pytest.approx(cell_scores(reports[student, "micrograd"].results, "micrograd"))
-    hung, correct = (cell_points(course.parent / BY_NBGRADER, "micrograd", s) for s in ("hang", "correct"))
+    autograded = course.parent / BY_NBGRADER / "autograded"
+    hung, correct = (cell_points(autograded, "micrograd", s) for s in ("hang", "correct"))
     assert [cell for cell in correct if hung[cell] != correct[cell]] == ["test_deep"]  # the hang costs
     assert 0 < hung["test_deep"] < correct["test_deep"]  # its own case only
 
@@ -184,7 +184,8 @@ def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(c
     course, _, reports, _ = course
     import nbformat
 
-    nb = nbformat.read(course.parent / BY_NBGRADER / "stuck" / "micrograd" / "micrograd.ipynb", as_version=4)
+    autograded = course.parent / BY_NBGRADER / "autograded"
+    nb = nbformat.read(autograded / "stuck" / "micrograd" / "micrograd.ipynb", as_version=4)
     cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     ids = [c.metadata.nbgrader.grade_id for c in cells]
     errors = {
@@ -192,7 +193,7 @@ def test_a_cell_that_hangs_is_stopped_by_the_cell_timeout_and_the_others_grade(c
     }
     assert "CellTimeoutError" in errors["test_deep"]  # nbgrader's timeout stopped it, not the case's
     assert not any(errors[grade_id] for grade_id in ids if grade_id != "test_deep")
-    points = cell_points(course.parent / BY_NBGRADER, "micrograd", "stuck")
+    points = cell_points(autograded, "micrograd", "stuck")
     after = ids[ids.index("test_deep") + 1 :]
     assert after and all(points[grade_id] > 0 for grade_id in after)  # the cells after it still graded
     assert points == pytest.approx(cell_scores(reports["stuck", "micrograd"].results, "micrograd"))
@@ -202,7 +203,8 @@ def test_failing_cells_show_the_graders_diagnostic_on_stdout(course):
     course, _, reports, _ = course
     import nbformat
 
-    nb = nbformat.read(course.parent / BY_NBGRADER / "buggy" / "micrograd" / "micrograd.ipynb", as_version=4)
+    autograded = course.parent / BY_NBGRADER / "autograded"
+    nb = nbformat.read(autograded / "buggy" / "micrograd" / "micrograd.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     failed = [r for r in reports["buggy", "micrograd"].results if not r.passed]
@@ -212,13 +214,16 @@ def test_failing_cells_show_the_graders_diagnostic_on_stdout(course):
 
 
 def test_feedback_does_not_show_hidden_cases(course):
+    """Neither after `nbgrader autograde` (both assignments) nor after the fast path."""
     course, *_ = course
     found = secrets(REPO / "reference", REPO / "tests")
-    leaks = [leak for leak in scan(course / "feedback", found) if leak.kind != "solution line"]
-    assert leaks == []
-    html = (course / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
-    assert re.search(r"hidden cases: [0-9.]+/13 points", html)  # composite's one line of points
-    assert "### BEGIN HIDDEN TESTS" not in html
+    for feedback in (course.parent / BY_NBGRADER / "feedback", course / "feedback"):
+        leaks = [leak for leak in scan(feedback, found) if leak.kind != "solution line"]
+        assert leaks == []
+        html = (feedback / "buggy" / "micrograd" / "micrograd.html").read_text()
+        assert re.search(r"hidden cases: [0-9.]+/13 points", html)  # composite's one line of points
+        assert "### BEGIN HIDDEN TESTS" not in html
+    assert (course.parent / BY_NBGRADER / "feedback" / "correct" / "needle" / "needle.html").is_file()
 
 
 def test_fast_path_exports_like_autograde(course):
@@ -313,7 +318,9 @@ def test_fast_path_feedback_shows_what_autograde_shows(course):
     diagnostics and the score line that the feedback after `nbgrader autograde` shows, and
     the hidden cases as one line of points."""
     course, _, reports, _ = course
-    after_autograde = shown_outputs((course.parent / "buggy.html").read_text())
+    after_autograde = shown_outputs(
+        (course.parent / BY_NBGRADER / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
+    )
     after_fast_path = shown_outputs(
         (course / "feedback" / "buggy" / "micrograd" / "micrograd.html").read_text()
     )
