@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.case.define import collect
+from tests.harness.bundle import plain_env, readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("micrograd", "needle")
@@ -44,13 +45,6 @@ def versions(version: str) -> list[str]:
     return [v for v in done.stdout.split() if re.fullmatch(rf"{re.escape(version)}\.\d+", v)][-1:]
 
 
-def readme_commands(readme: Path) -> list[str]:
-    section = readme.read_text().split("## Set up and run", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "no sh block under 'Set up and run'"
-    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", OTHERS)
 def test_the_bundles_two_commands_work_on(version, released_bundle, tmp_path):
@@ -61,8 +55,7 @@ def test_the_bundles_two_commands_work_on(version, released_bundle, tmp_path):
     shutil.copytree(released_bundle, bundle)
     venv = tmp_path / "venv"
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GITHUB_"))}
-    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", GRADER_CACHE=str(tmp_path / "cache"))
+    env = plain_env(venv, tmp_path / "cache")
     install, run = readme_commands(bundle / "README.md")
     done = subprocess.run(install, shell=True, cwd=bundle, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -32,6 +32,7 @@ from grader.pipeline import InProcessRunner, grade
 from grader.verdict import cache
 from grader.verdict.oracle import Oracle
 from tests.harness import reporter
+from tests.harness.bundle import plain_env, readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("micrograd", "needle")
@@ -284,22 +285,6 @@ class StudentEnv:
     env: dict[str, str]
     commands: list[str]
     install_seconds: float
-
-
-def readme_commands(readme: Path) -> list[str]:
-    """The commands of the README's "Set up and run" block."""
-    section = readme.read_text().split("## Set up and run", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "no sh block under 'Set up and run'"
-    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
-
-
-def plain_env(venv: Path, cache: Path) -> dict[str, str]:
-    """The machine's environment, less anything that leads to the kit's checkout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GITHUB_"))}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["GRADER_CACHE"] = str(cache)
-    return env
 
 
 @pytest.fixture(scope="module")

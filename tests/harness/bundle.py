@@ -1,0 +1,25 @@
+"""What the tests of the student bundle share: the commands its README gives a student, and an
+environment that leads nowhere into this checkout."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+def readme_commands(readme: Path) -> list[str]:
+    """The commands of the README's "Set up and run" block."""
+    section = readme.read_text().split("## Set up and run", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "no sh block under 'Set up and run'"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def plain_env(venv: Path, cache: Path) -> dict[str, str]:
+    """The machine's environment, less anything that leads to the kit's checkout, with the
+    virtual environment `venv` first on PATH and the oracle's cache in `cache`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "GITHUB_"))}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["GRADER_CACHE"] = str(cache)
+    return env
