@@ -246,3 +246,36 @@ def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):
     child.stdout.close()  # the reader is gone before the first line
     _, err = child.communicate(timeout=60)
     assert child.returncode == 141 and err == b"", err
+
+
+# ---- a step's inputs as JSON ----
+
+
+def test_whatever_a_step_may_hold_survives_the_cache_and_anything_else_is_refused():
+    """`_encode` takes exact types only, so that the cache needs no round trip to check a run:
+    nested tuples and lists, node references, the edge floats, big ints, bools apart from
+    ints, and kwargs with tuple keys come back as they went; a subclass of float does not go."""
+    from grader.case.trace import NodeRef, Step
+
+    inputs = [
+        NodeRef(3), (1, (2.5, NodeRef(0)), [None, "s"]), [[-0.0, float("inf"), -float("inf")]],
+        float("nan"), 2**80, True, 1, 0.1, "é\ud800",
+    ]  # fmt: skip
+    step = Step("op", inputs, {"axes": (0, 1), (1, 2): [False]}, "label")
+    plain = {
+        "op": step.op,
+        "inputs": oracle._encode(step.inputs),
+        "kwargs": oracle._encode(list(step.kwargs.items())),
+    }
+    again = json.loads(json.dumps(plain))
+    back = Step("op", oracle._decode(again["inputs"]), dict(oracle._decode(again["kwargs"])), "label")
+    assert repr(back) == repr(step)  # a NodeRef has no ==; nan is not == itself
+    assert [type(v) for v in back.inputs] == [type(v) for v in step.inputs]
+    assert type(back.inputs[1][1]) is tuple and back.kwargs[(1, 2)] == [False]
+
+    class Measured(float):
+        pass
+
+    for refused in (Measured(1.0), {"a": 1}, {1, 2}, b"bytes", object()):
+        with pytest.raises(TypeError):
+            oracle._encode([refused])
