@@ -170,8 +170,9 @@ def _uq(obj: Any) -> Quantity | None:
 
 def run_to_plain(run: Run) -> dict[str, Any]:
     """A run as the cache keeps it: `detail` (the tape and steps) as one JSON string. A run
-    read from the cache whose detail nothing has read keeps that string as it was read: it
-    was checked when it was written, and a deep case's tape is most of a release's answers."""
+    read from the cache whose detail nothing has read passes that string on as read: this
+    function wrote it, and a deep case's tape is most of a release's answers. A step input
+    `_encode` cannot take raises TypeError."""
     plain = {
         "results": {k: _q(v) for k, v in run.results.items()},
         "names": [[i, n] for i, n in run.names.items()],

@@ -373,11 +373,11 @@ def test_the_oracle_cache_round_trips_exactly(oracle):
     ]
     for case in cases[:20] + cases[-20:]:
         run = oracle.expected(case)
-        again = run_from_plain(json.loads(json.dumps(run_to_plain(run))))
+        plain = json.loads(json.dumps(run_to_plain(run)))
+        again = run_from_plain(plain)
         assert again.ops == run.ops is not None  # kept apart: read without decoding the steps
         assert repr(again.steps) == repr(run.steps) and again.tape == run.tape
         assert again.results == run.results and again.names == run.names and again.outputs == run.outputs
-        plain = json.loads(json.dumps(run_to_plain(run)))
         kept, decoded = run_from_plain(plain), run_from_plain(plain)
         assert decoded.tape is not None  # read: encoded anew, where `kept` passes on its detail as read
         assert run_to_plain(kept) == run_to_plain(decoded) == plain
