@@ -41,22 +41,25 @@ from tests.harness.nbgrader_course import (  # noqa: E402 (needs nbgrader)
     submit,
 )
 
-#: loops for ever on the 10**5-op chain, the deep cell's largest graph: each grading of the
-#: course waits for that case's time limit once
+#: waits for ever on the 10**5-op chain, the deep cell's largest graph: each grading of the
+#: course waits for that case's time limit once (asleep: the CPU serves the other gradings)
 HANG = (
-    "        while len(topo) > 50_000:  # loops forever on the deepest graph\n"
-    "            pass\n"
+    "        while len(topo) > 50_000:  # waits forever on the deepest graph\n"
+    "            __import__('time').sleep(0.05)\n"
     "        self.grad = 1.0\n"
 )
-#: loops forever on deep graphs after stopping every interval timer, the case time limit's
+#: waits forever on deep graphs after stopping every interval timer, the case time limit's
 #: too: only nbgrader's cell timeout (an interrupt) ends it, and the whole cell scores 0, as
-#: every case of it does in the graders' own report
+#: every case of it does in the graders' own report. It sleeps rather than spins: stuck is
+#: stuck, and the CPU serves the other tests meanwhile
 STUCK = (
     "        while len(topo) > 500:  # stuck on deep graphs\n"
     "            __import__('signal').setitimer(__import__('signal').ITIMER_REAL, 0)\n"
+    "            __import__('time').sleep(0.05)\n"
     "        self.grad = 1.0\n"
 )
-#: nbgrader's cell timeout for the stuck submission: far above any cell's honest run
+#: nbgrader's cell timeout in the course's autograde: twice the longest honest cell (the
+#: hanging submission's deep cell, two cases' CASE_TIMEOUT), so only the stuck cell meets it
 CELL_TIMEOUT = 12
 #: the case time limit in every grading of the course (kernels, the fast path, the graders'
 #: own reports): well above any honest case's run, and what each case of the hanging
@@ -96,6 +99,9 @@ def as_generated(course):
     shutil.rmtree(course / "autograded", ignore_errors=True)
 
 
+#: what `nbgrader autograde` printed, beside the course
+AUTOGRADE_LOG = "autograde.log"
+
 #: where what `nbgrader autograde` left (its autograded/ notebooks and the feedback made from
 #: them) is kept, beside the course, once the fast path has written its own into the course
 BY_NBGRADER = "by-nbgrader"
@@ -114,24 +120,22 @@ def course(tmp_path_factory):
     shutil.copy(course / "gradebook.db", course.parent / GENERATED)
     for key, nb in submissions(course).items():
         submit(course, *key, nb)
-    for assignment in ("micrograd", "needle"):
-        done = nbgrader(course, "autograde", assignment, "--force", env=env)
-        (course.parent / f"autograde-{assignment}.log").write_text(done.stdout + done.stderr)
-    # graded alone, with a short cell timeout, so the hang costs CELL_TIMEOUT seconds
     stuck = edit(filled(course, "micrograd"), "        self.grad = 1.0\n", STUCK)
     submit(course, "stuck", "micrograd", stuck)
+    # every assignment (nbgrader reads the id as a glob) in one command, and its feedback in another
     timeout = f"--Execute.timeout={CELL_TIMEOUT}"
-    nbgrader(course, "autograde", "micrograd", "--student", "stuck", "--force", timeout, env=env)
-    for assignment in ("micrograd", "needle"):
-        nbgrader(course, "generate_feedback", assignment, "--force", env=env)
+    done = nbgrader(course, "autograde", "*", "--force", timeout, env=env)
+    (course.parent / AUTOGRADE_LOG).write_text(done.stdout + done.stderr)
+    nbgrader(course, "generate_feedback", "*", "--force", env=env)
     rows = export(course, env)
     shutil.copytree(course / "autograded", course.parent / BY_NBGRADER / "autograded")
     shutil.move(course / "feedback", course.parent / BY_NBGRADER / "feedback")
 
     as_generated(course)
     for assignment in ("micrograd", "needle"):
-        # one at a time: the exports must agree to the point, and a starved worker can time out
-        fast_path(course, assignment, "--jobs", "1", "--timeout", str(CASE_TIMEOUT), env=env)
+        # on every core: the hanging and the stuck submissions wait asleep, not spinning, so
+        # the others' honest cases keep far from CASE_TIMEOUT
+        fast_path(course, assignment, "--timeout", str(CASE_TIMEOUT), env=env)
     nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
     reports = {}
     for assignment in ("micrograd", "needle"):
@@ -150,10 +154,11 @@ def test_autograde_finds_every_test_cell_as_released(course):
     """A test cell's source is the same in the source, released and submitted notebook, so
     nbgrader's checksum of it holds: `nbgrader autograde` warns of no changed cell."""
     course, *_ = course
+    log = (course.parent / AUTOGRADE_LOG).read_text()
+    assert "Sanitizing" in log  # the log is nbgrader's
     for assignment in ("micrograd", "needle"):
-        log = (course.parent / f"autograde-{assignment}.log").read_text()
-        assert "Sanitizing" in log  # the log is nbgrader's
-        assert [line for line in log.splitlines() if "checksum" in line or "has changed" in line] == []
+        assert f"/{assignment}/{assignment}.ipynb" in log  # nbgrader's log of each notebook
+    assert [line for line in log.splitlines() if "checksum" in line or "has changed" in line] == []
 
 
 def test_exported_scores_equal_the_graders(course):
