@@ -3,8 +3,11 @@ environment that leads nowhere into this checkout."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -27,3 +30,18 @@ def plain_env(venv: Path, cache: Path) -> dict[str, str]:
     # hypothesis, rich); a run compiles only what it imports, as it imports it
     env["PIP_COMPILE"] = "0"
     return env
+
+
+def fresh_venv(python: str, venv: Path, system_site_packages: bool = False) -> None:
+    """A new virtual environment of the interpreter `python` at `venv`, with pip in it. Made
+    by virtualenv where the kit's dev tools are installed: it links pip in from its own
+    cache in a second, where `python -m venv` spends five installing pip (ensurepip, which
+    ignores pip's settings). Either is the fresh environment a student makes; the commands
+    run in it are the README's. The student's environment of test_release.py is made with
+    `python -m venv`, as the README says."""
+    flags = ["--system-site-packages"] if system_site_packages else []
+    if importlib.util.find_spec("virtualenv") is not None:
+        command = [sys.executable, "-m", "virtualenv", "-q", "--python", python, *flags, str(venv)]
+    else:
+        command = [python, "-m", "venv", *flags, str(venv)]
+    subprocess.run(command, check=True)

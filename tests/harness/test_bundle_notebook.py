@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from grader.authoring.jupyter import without_iri_grammar
 from grader.case.define import collect
+from tests.harness.bundle import fresh_venv
 
 with without_iri_grammar():  # 1.7 s less to collect
     nbclient = pytest.importorskip("nbclient")
@@ -32,7 +32,7 @@ def test_the_bundle_runs_from_a_notebook(released_bundle, tmp_path, monkeypatch)
     bundle = tmp_path / "autodiff"
     shutil.copytree(released_bundle, bundle)
     venv = tmp_path / "kernel-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    fresh_venv(sys.executable, venv, system_site_packages=True)
     # a kernel of that environment, with its bin/ first on PATH as a notebook server gives it
     kernels = tmp_path / "jupyter" / "kernels" / "bundle"
     kernels.mkdir(parents=True)

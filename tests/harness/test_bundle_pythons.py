@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.case.define import collect
-from tests.harness.bundle import plain_env, readme_commands
+from tests.harness.bundle import fresh_venv, plain_env, readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("micrograd", "needle")
@@ -54,7 +54,7 @@ def test_the_bundles_two_commands_work_on(version, released_bundle, tmp_path):
     bundle = tmp_path / "autodiff"
     shutil.copytree(released_bundle, bundle)
     venv = tmp_path / "venv"
-    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    fresh_venv(python, venv)
     env = plain_env(venv, tmp_path / "cache")
     install, run = readme_commands(bundle / "README.md")
     done = subprocess.run(install, shell=True, cwd=bundle, env=env, capture_output=True, text=True)
