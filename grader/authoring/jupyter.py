@@ -11,6 +11,8 @@ after: a later, direct `import rfc3987_syntax` works as usual.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -40,7 +42,24 @@ def import_nbformat() -> ModuleType:
 
 def import_nbgrader() -> None:
     """What the fast path needs of nbgrader (its Gradebook and utilities), imported as the
-    module says: 2 s of CPU otherwise, mostly not for us."""
+    module says, and without running the package's `__init__.py`: that one loads nbgrader's
+    Jupyter server extensions (tornado's handlers, nbconvert, the exchange), which only a
+    Jupyter server asks for. Its submodules import each other by relative imports, so they
+    work from the package left empty (`bare_package`). 2 s of CPU otherwise, 0.6 s so."""
     with without_iri_grammar():
+        if "nbgrader" not in sys.modules:
+            bare_package("nbgrader")
         import nbgrader.api  # noqa: F401
         import nbgrader.utils  # noqa: F401
+
+
+def bare_package(name: str) -> None:
+    """Put package `name` in `sys.modules` as its submodules need it (its `__path__` and
+    `__version__`), without running its `__init__.py`; nothing if it is not installed."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    package = importlib.util.module_from_spec(spec)  # made, not executed
+    sys.modules[name] = package
+    with contextlib.suppress(ImportError):
+        package.__version__ = importlib.import_module(f"{name}._version").__version__
