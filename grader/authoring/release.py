@@ -12,9 +12,10 @@ edits the packages at its root, and the repository itself is a submission direct
                              PyTorch). Not the instructor's tools (grader/authoring, the
                              command line, notebooks, nbgrader, Gradescope's report)
     grader/answers/<name>.json   PyTorch's answers: every public case's expected run (values,
-                             gradients, the tape a diagnosis reads) and those of the programs
-                             the random-program searches try, stamped with each suite file's
-                             digest (`grader.verdict.oracle`): a student's run needs no torch
+                             gradients) and those of the programs the random-program
+                             searches try, stamped with each suite file's digest
+                             (`grader.verdict.oracle`): a student's run needs no torch;
+                             `<name>.detail.json` beside it holds the tapes diagnoses read
     docs/students.md         the students' page: running the tests, the submission contract
     requirements.txt         every third-party module those files import, pinned to the
                              version this kit runs (numpy==..., ...), and pytest-timeout; not
@@ -292,9 +293,10 @@ def search_runs(bundle: Path, repo: Path, names: list[str], seed: Path | None = 
 
 def write_answers(bundle: Path, repo: Path, names: list[str]) -> None:
     """`grader/answers/<name>.json`: every public case's run (`Oracle.answers`) and those of
-    the searches' programs."""
+    the searches' programs; their details (tapes and steps, for diagnoses) apart, in
+    `<name>.detail.json` (`split_answers`)."""
     from grader.case.define import collect
-    from grader.verdict.oracle import oracle_from
+    from grader.verdict.oracle import oracle_from, split_answers
 
     oracle = oracle_from()
     (bundle / "grader" / "answers").mkdir()
@@ -303,8 +305,10 @@ def write_answers(bundle: Path, repo: Path, names: list[str]) -> None:
         answered = oracle.answers(collect(repo / "tests", [name], ("public",)))
         answered["runs"].update(searched[name]["runs"])
         answered["seconds"].update(searched[name]["seconds"])
-        text = json.dumps(answered, separators=(",", ":"))
-        (bundle / "grader" / "answers" / f"{name}.json").write_text(text)
+        runs, details = split_answers(answered)
+        folder = bundle / "grader" / "answers"
+        (folder / f"{name}.json").write_text(json.dumps(runs, separators=(",", ":")))
+        (folder / f"{name}.detail.json").write_text(json.dumps(details, separators=(",", ":")))
 
 
 def tasks_table(cases: list, searches: dict[str, list[str]] | None = None) -> str:

@@ -279,3 +279,36 @@ def test_whatever_a_step_may_hold_survives_the_cache_and_anything_else_is_refuse
     for refused in (Measured(1.0), {"a": 1}, {1, 2}, b"bytes", object()):
         with pytest.raises(TypeError):
             oracle._encode([refused])
+
+
+def test_shipped_answers_are_read_without_their_details_until_a_diagnosis_asks(tmp_path, warm, monkeypatch):
+    """A bundle's answers keep each run's detail apart (`split_answers`): a student's run
+    parses only the values it compares with; the first tape read loads the details, once,
+    and gives the tape the oracle had; a detail that is gone is an empty tape, not an error."""
+    made = Oracle(warm)
+    small = cases()
+    runs, details = oracle.split_answers(made.answers(small))
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    (folder / "micrograd.json").write_text(json.dumps(runs))
+    (folder / "micrograd.detail.json").write_text(json.dumps(details))
+    monkeypatch.setattr(oracle, "ANSWERS", folder)
+    monkeypatch.setattr(Oracle, "runs_torch", False)  # answered from the files, or not at all
+    reads = []
+    real = Path.read_text
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: reads.append(self.name) or real(self, *a, **k)
+    )
+
+    shipped = Oracle(None)
+    expected = {case.id: shipped.expected(case) for case in small}
+    assert reads == ["micrograd.json"]  # the values: every case answered, no detail read
+    first, second = small[0], small[1]
+    assert expected[first.id].tape and expected[first.id].tape == made.expected(first).tape
+    assert [repr(s) for s in expected[second.id].steps] == [repr(s) for s in made.expected(second).steps]
+    assert reads == ["micrograd.json", "micrograd.detail.json"]  # once, for every run
+
+    del details[small[2].id]
+    (folder / "micrograd.detail.json").write_text(json.dumps(details))
+    lost = Oracle(None).expected(small[2])
+    assert lost.results == made.expected(small[2]).results and lost.tape == [] and lost.steps == []
