@@ -17,7 +17,7 @@ IGNORED = (".git", "build", "dist", "*.egg-info", "__pycache__", ".*cache*")
 
 
 class WheelError(Exception):
-    """The wheel could not be built: pip's last lines of output say why."""
+    """The wheel could not be built: the build backend's last lines of output say why."""
 
 
 #: builds the wheel of the project in the current folder into the folder argv[1] with the
