@@ -235,7 +235,8 @@ def _decoded_field(name: str) -> property:
 
 
 class CachedRun(Run):
-    """An expected run read from the cache. Its tape and steps stay one JSON string until
+    """An expected run read from the cache or a bundle's answers. Its tape and steps stay one
+    JSON string (or, from a bundle, a function that reads it from the details file) until
     something reads them: the diagnosis of a wrong case, a picture, `freeze`."""
 
     tape = _decoded_field("tape")  # type: ignore[assignment]
