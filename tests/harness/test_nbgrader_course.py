@@ -1,7 +1,7 @@
 """The course under assignments/ with real nbgrader and a real kernel, end to end.
 
-generate_assignment -> submissions -> autograde -> generate_feedback -> export, then the same
-course graded by the fast path (`grade-class --nbgrader`). Scores must equal the grader's own
+generate_assignment -> submissions -> autograde -> generate_feedback -> export, and meanwhile
+the same submissions graded by the fast path (`grade-class --nbgrader`). Scores must equal the grader's own
 on the code extracted from each notebook; feedback must not show hidden cases, and must show
 after the fast path what it shows after autograde; writing the same scores into the gradebook
 directly must export the same. Takes a few minutes (most of it one kernel per submission).
@@ -9,6 +9,7 @@ directly must export the same. Takes a few minutes (most of it one kernel per su
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import html as html_module
 import importlib.util
@@ -102,17 +103,19 @@ def as_generated(course):
 #: what `nbgrader autograde` printed, beside the course
 AUTOGRADE_LOG = "autograde.log"
 
-#: where what `nbgrader autograde` left (its autograded/ notebooks and the feedback made from
-#: them) is kept, beside the course, once the fast path has written its own into the course
+#: the copy of the course that `nbgrader autograde` grades, beside the course: its autograded/
+#: notebooks, feedback and gradebook are nbgrader's own, while the course is the fast path's
 BY_NBGRADER = "by-nbgrader"
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """The course graded twice: by `nbgrader autograde` (its export, feedback and autograded
-    notebooks kept), then by `grade-class --nbgrader` alone, whose reports (the class
-    gradebook's: the code extracted from each notebook, graded in the sandbox as `grader
-    grade` grades it) every test compares nbgrader's results with."""
+    """The course graded twice, from the same submissions: by `nbgrader autograde` (in a copy,
+    `BY_NBGRADER`: its export, feedback and autograded notebooks), and by `grade-class
+    --nbgrader` alone, whose reports (the class gradebook's: the code extracted from each
+    notebook, graded in the sandbox as `grader grade` grades it) every test compares
+    nbgrader's results with. The two run at once: each waits, asleep, on its stuck and
+    hanging submissions' time limits for a third of its time, and the other uses the CPU."""
     env = environment(CASE_TIMEOUT)
     course = make_course(tmp_path_factory.mktemp("nbgrader"))
     for assignment in ("micrograd", "needle"):
@@ -122,21 +125,25 @@ def course(tmp_path_factory):
         submit(course, *key, nb)
     stuck = edit(filled(course, "micrograd"), "        self.grad = 1.0\n", STUCK)
     submit(course, "stuck", "micrograd", stuck)
-    # every assignment (nbgrader reads the id as a glob) in one command, and its feedback in another
-    timeout = f"--Execute.timeout={CELL_TIMEOUT}"
-    done = nbgrader(course, "autograde", "*", "--force", timeout, env=env)
-    (course.parent / AUTOGRADE_LOG).write_text(done.stdout + done.stderr)
-    nbgrader(course, "generate_feedback", "*", "--force", env=env)
-    rows = export(course, env)
-    shutil.copytree(course / "autograded", course.parent / BY_NBGRADER / "autograded")
-    shutil.move(course / "feedback", course.parent / BY_NBGRADER / "feedback")
+    theirs = course.parent / BY_NBGRADER
+    shutil.copytree(course, theirs)
 
-    as_generated(course)
-    for assignment in ("micrograd", "needle"):
-        # on every core: the hanging and the stuck submissions wait asleep, not spinning, so
-        # the others' honest cases keep far from CASE_TIMEOUT
-        fast_path(course, assignment, "--timeout", str(CASE_TIMEOUT), env=env)
-    nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
+    def by_nbgrader() -> list[dict[str, str]]:
+        # every assignment (nbgrader reads the id as a glob) in one command, its feedback in another
+        timeout = f"--Execute.timeout={CELL_TIMEOUT}"
+        done = nbgrader(theirs, "autograde", "*", "--force", timeout, env=env)
+        (course.parent / AUTOGRADE_LOG).write_text(done.stdout + done.stderr)
+        nbgrader(theirs, "generate_feedback", "*", "--force", env=env)
+        return export(theirs, env)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        autograded = pool.submit(by_nbgrader)
+        for assignment in ("micrograd", "needle"):
+            # the hanging and stuck submissions wait asleep, not spinning, so the others'
+            # honest cases keep far from CASE_TIMEOUT
+            fast_path(course, assignment, "--timeout", str(CASE_TIMEOUT), env=env)
+        nbgrader(course, "generate_feedback", "micrograd", "--force", env=env)
+        rows = autograded.result()
     reports = {}
     for assignment in ("micrograd", "needle"):
         with ClassGradebook(course / "classgrade" / f"gradebook-{assignment}.db") as book:

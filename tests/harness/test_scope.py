@@ -22,6 +22,7 @@ from grader.pipeline import SUITES_DIR, Request, grade_submission
 from grader.report.model import Report, Status
 from grader.scope import ScopeError, default, known_topics, load, resolve, vocabulary
 from grader.verdict.oracle import Oracle
+from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
 NO_TANH = REPO / "examples" / "scopes" / "no-tanh.toml"
@@ -34,8 +35,7 @@ def cases():
 
 
 def graded(oracle: Oracle, scopes=None, suite: str = "all", keep=None) -> Report:
-    request = Request(suite, None, sandbox=False, keep=keep, scopes=scopes)
-    return grade_submission(REPO / "reference", request, oracle)
+    return grade(REPO / "reference", suite, oracle=oracle, sandbox=False, keep=keep, scopes=scopes)
 
 
 @pytest.fixture(scope="module")
