@@ -15,7 +15,6 @@ stand-in: a decorator from it leaves the function as it is, any other use raises
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 from collections.abc import Iterable
@@ -104,7 +103,7 @@ class Absent(_Placeholder):
         )
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:  # a loader's protocol; importlib.abc would import importlib.resources (7 ms)
     def __init__(self, guard: ImportGuard, kind: type[_Placeholder]) -> None:
         self.guard, self.kind = guard, kind
 
@@ -115,7 +114,7 @@ class _Loader(importlib.abc.Loader):
         return None
 
 
-class ImportGuard(importlib.abc.MetaPathFinder):
+class ImportGuard:  # a finder on sys.meta_path: `find_spec` is all it needs
     """Placeholders for autodiff libraries and for the absent modules named in `absent`."""
 
     def __init__(self, roots: Iterable[Path] = (), absent: Iterable[str] = ()) -> None:

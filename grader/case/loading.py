@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -217,7 +216,7 @@ def _named(package: str) -> list[str]:
     return cached[1]
 
 
-class _Same(importlib.abc.Loader):
+class _Same:  # a loader's protocol, as guard's `_Loader`
     """Loads a bare name as the package's module of that name: the same module object."""
 
     def __init__(self, target: str) -> None:
@@ -230,7 +229,7 @@ class _Same(importlib.abc.Loader):
         pass  # already executed under its package name
 
 
-class Siblings(importlib.abc.MetaPathFinder):
+class Siblings:  # a finder on sys.meta_path, as guard's `ImportGuard`
     """`import engine` inside the package `micrograd` is `micrograd.engine`: a bare name
     that is a module of the package's folder (and not a module installed or of the
     standard library under that name) resolves to the package's module."""

@@ -17,9 +17,11 @@ says so, and the other layers remain.
 from __future__ import annotations
 
 import contextlib
-import ctypes.util
+import ctypes
 import errno
 import os
+import sys
+import types
 from collections.abc import Iterator
 
 #: denied outright (EPERM)
@@ -52,12 +54,20 @@ SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
 @contextlib.contextmanager
 def _known_sonames() -> Iterator[None]:
-    find = ctypes.util.find_library
-    ctypes.util.find_library = lambda name: SONAMES.get(name) or find(name)
+    """While pyseccomp is imported, `ctypes.util` is a stand-in whose `find_library` knows
+    SONAMES: the real module runs `ldconfig` to look them up, and importing it (subprocess,
+    shutil, tempfile) took a third of a worker's imports, 20 ms of each worker's start."""
+    real = sys.modules.get("ctypes.util")
+    stand_in = types.ModuleType("ctypes.util")
+    stand_in.find_library = lambda name: SONAMES.get(name) or (real.find_library(name) if real else None)  # type: ignore[attr-defined]
+    sys.modules["ctypes.util"] = ctypes.util = stand_in  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        ctypes.util.find_library = find
+        if real is None:
+            del sys.modules["ctypes.util"], ctypes.util  # type: ignore[attr-defined]
+        else:
+            sys.modules["ctypes.util"] = ctypes.util = real  # type: ignore[attr-defined]
 
 
 def build(pid: int):
