@@ -30,6 +30,7 @@ import json
 import keyword
 import re
 import tokenize
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,11 +218,14 @@ def secrets(reference: Path, suites: Path) -> Secrets:
     return found
 
 
-def scan(root: Path, found: Secrets) -> list[Leak]:
-    """Every leak in the files under `root`, by path relative to it."""
+def scan(root: Path, found: Secrets, only: Collection[str] | None = None) -> list[Leak]:
+    """Every leak in the files under `root` (or in those of them whose paths relative to it
+    are in `only`), by path relative to it."""
     leaks: list[Leak] = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
+        if only is not None and rel not in only:
+            continue
         text = path.read_bytes().decode(errors="replace")
         for name in sorted(found.hidden_names):
             if name in text or name in rel:

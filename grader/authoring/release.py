@@ -43,6 +43,7 @@ grade only the ops and topics it admits, at its points, and the README counts th
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import shutil
@@ -50,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -127,8 +128,17 @@ class Release:
 # ---- what goes in ----
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path) -> frozenset[str]:
     """Every module a file imports, at any depth (a function's lazy import counts)."""
+    info = path.stat()
+    return _parsed_imports(path, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_imports(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    """`_imports`, parsed once per version of the file (a release reads each file twice,
+    for the grader's closure and for the requirements, and a second release in the same
+    process reads them all again)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -136,7 +146,7 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
+    return frozenset(found)
 
 
 def _module_file(grader: Path, name: str) -> Path | None:
@@ -441,9 +451,20 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     shutil.copyfile(BUNDLE / "classroom.yml", workflows / "classroom.yml")
 
 
-def check_bundle(root: Path, repo: Path) -> list[Leak]:
-    """Every leak in a bundle: what must not ship by name, and by content."""
-    return forbidden_files(root) + scan(root, secrets(repo / "reference", repo / "tests"))
+def check_bundle(root: Path, repo: Path, only: Collection[str] | None = None) -> list[Leak]:
+    """Every leak in a bundle: what must not ship by name, and by content (of the files
+    `only` names, relative to `root`, when given)."""
+    return forbidden_files(root) + scan(root, secrets(repo / "reference", repo / "tests"), only)
+
+
+def stamps(root: Path) -> dict[str, tuple[int, int]]:
+    """Each file under `root` (relative path) -> its modification time and size."""
+    found = {}
+    for path in root.rglob("*"):
+        if path.is_file():
+            info = path.stat()
+            found[path.relative_to(root).as_posix()] = (info.st_mtime_ns, info.st_size)
+    return found
 
 
 def release(
@@ -478,9 +499,12 @@ def release(
     try:
         build(staging, repo, names, chosen)
         leaks = check_bundle(staging, repo)
-        if not leaks:  # the answers last (they run the bundle's own pytest), and scanned too
+        if not leaks:  # the answers last (they run the bundle's own pytest), and what that
+            # wrote or changed scanned too (every file's name is checked again)
+            before = stamps(staging)
             write_answers(staging, repo, names)
-            leaks = check_bundle(staging, repo)
+            changed = {rel for rel, stamp in stamps(staging).items() if before.get(rel) != stamp}
+            leaks = check_bundle(staging, repo, changed)
         files = [p.relative_to(staging).as_posix() for p in sorted(staging.rglob("*")) if p.is_file()]
         size = sum((staging / f).stat().st_size for f in files)
         if leaks:

@@ -271,9 +271,7 @@ def test_the_command_exits_1_on_a_leak_and_2_on_a_mistake(tmp_path, capsys, monk
     assert "is not an empty directory" in capsys.readouterr().err
 
     real = module.check_bundle
-    monkeypatch.setattr(
-        module, "check_bundle", lambda root, repo: [*real(root, repo), module.Leak("a", "b", "c")]
-    )
+    monkeypatch.setattr(module, "check_bundle", lambda *args: [*real(*args), module.Leak("a", "b", "c")])
     assert cli(["release", str(tmp_path / "leaky")]) == 1
     err = capsys.readouterr().err
     assert "a: b: c" in err and "nothing was written" in err
