@@ -103,7 +103,7 @@ class Absent(_Placeholder):
         )
 
 
-class _Loader:  # a loader's protocol; importlib.abc would import importlib.resources (7 ms)
+class _Loader:  # a loader's protocol: importlib.abc would import importlib.resources into every worker
     def __init__(self, guard: ImportGuard, kind: type[_Placeholder]) -> None:
         self.guard, self.kind = guard, kind
 
