@@ -60,7 +60,7 @@ from string import Template
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from grader.authoring.leaks import Leak, forbidden_files, scan, secrets
+from grader.authoring.leaks import Leak, Secrets, forbidden_files, scan, secrets
 from grader.scope import FILE as SCOPE_FILE
 from grader.scope import Scope, ScopeError, load, resolve, select, vocabulary
 
@@ -451,10 +451,10 @@ def build(dest: Path, repo: Path, names: list[str], scopes: dict[str, Scope] | N
     shutil.copyfile(BUNDLE / "classroom.yml", workflows / "classroom.yml")
 
 
-def check_bundle(root: Path, repo: Path, only: Collection[str] | None = None) -> list[Leak]:
+def check_bundle(root: Path, found: Secrets, only: Collection[str] | None = None) -> list[Leak]:
     """Every leak in a bundle: what must not ship by name, and by content (of the files
     `only` names, relative to `root`, when given)."""
-    return forbidden_files(root) + scan(root, secrets(repo / "reference", repo / "tests"), only)
+    return forbidden_files(root) + scan(root, found, only)
 
 
 def stamps(root: Path) -> dict[str, tuple[int, int]]:
@@ -498,13 +498,14 @@ def release(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         build(staging, repo, names, chosen)
-        leaks = check_bundle(staging, repo)
+        found = secrets(repo / "reference", repo / "tests")  # once for both scans
+        leaks = check_bundle(staging, found)
         if not leaks:  # the answers last (they run the bundle's own pytest), and what that
             # wrote or changed scanned too (every file's name is checked again)
             before = stamps(staging)
             write_answers(staging, repo, names)
             changed = {rel for rel, stamp in stamps(staging).items() if before.get(rel) != stamp}
-            leaks = check_bundle(staging, repo, changed)
+            leaks = check_bundle(staging, found, changed)
         files = [p.relative_to(staging).as_posix() for p in sorted(staging.rglob("*")) if p.is_file()]
         size = sum((staging / f).stat().st_size for f in files)
         if leaks:
