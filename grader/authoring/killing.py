@@ -20,6 +20,7 @@ stuck where no signal reaches (inside NumPy) is killed, and the case it was on c
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -201,6 +202,11 @@ def kill(
         job.killed_any = True
         result.killers.setdefault(case_id, job.mutant.id)
 
+    # Each child collects its garbage before its first case (so that the probe's budget does
+    # not pay for it): a full collection walks every object the child inherited from this
+    # process (the reference's graded runs, PyTorch's answers), writing to the page of each,
+    # so each child copied this process's whole heap. Frozen, the collector leaves it be.
+    gc.freeze()
     try:
         while queue or running:
             while queue and len(running) < jobs:
@@ -266,5 +272,6 @@ def kill(
             job.process.kill()
             finish(job)
         shutil.rmtree(root, ignore_errors=True)
+        gc.unfreeze()
     result.seconds = time.perf_counter() - started
     return result
