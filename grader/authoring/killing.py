@@ -202,10 +202,10 @@ def kill(
         job.killed_any = True
         result.killers.setdefault(case_id, job.mutant.id)
 
-    # Each child collects its garbage before its first case (so that the probe's budget does
-    # not pay for it): a full collection walks every object the child inherited from this
-    # process (the reference's graded runs, PyTorch's answers), writing to the page of each,
-    # so each child copied this process's whole heap. Frozen, the collector leaves it be.
+    # A full collection in a child (the one due before its probe, those its cases bring
+    # about) walks every object the child inherited from this process (the reference's
+    # graded runs, PyTorch's answers), writing to the page of each: each child copied this
+    # process's whole heap. Frozen, the collector leaves it be.
     gc.freeze()
     try:
         while queue or running:
