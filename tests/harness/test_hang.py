@@ -14,11 +14,14 @@ after it; a limit whose exception is lost rings again until the code stops.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -422,3 +425,65 @@ def test_a_rule_that_never_returns_on_the_diagnosis_probe_times_no_case_out_in_t
     # and the diagnosis still names the rule: mul's own cases say it is mul's gradient
     muls = [r for r in failed if "::backward[mul" in r.id or "::rule[mul" in r.id]
     assert len(muls) == 6 and all("wrong gradient from mul" in r.message for r in muls), muls
+
+
+@contextlib.contextmanager
+def collections_seen() -> Iterator[list[int]]:
+    """The generations of every collection the cyclic collector makes meanwhile."""
+    seen: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "stop":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(note)
+
+
+def test_a_process_that_goes_on_frees_a_deep_cases_graph_without_walking_its_whole_heap():
+    """A kernel (or a test process) grades case after case: the 10**5-op chain's graph, built
+    with the collector off, is freed as the case ends, by a collection of the young
+    generations only. A full one would walk everything the process holds (PyTorch's modules,
+    the answers), a tenth of a second and more after every deep case."""
+    (case,) = [c for c in collect(SUITES_DIR, ["micrograd"], ("public",)) if not c.trace]
+    engine = InProcessEngine.load(REPO / "reference", "micrograd", ends_after_run=False)
+    engine.probe()  # before the watching: the probe settles what is due as it pleases
+    gc.collect()
+    Value = engine.modules["engine"].Value
+
+    def alive() -> int:
+        return sum(1 for obj in gc.get_objects() if type(obj) is Value)
+
+    before = alive()
+    with collections_seen() as seen:
+        run = engine.run(case)
+    assert run.failure is None and run.fault is None and run.results, run
+    assert 2 not in seen and seen, seen
+    assert alive() - before < 10  # the 10**5 Values are gone
+
+
+def test_settling_before_a_budget_leaves_no_collection_due_and_walks_the_heap_only_when_its_turn_comes():
+    """Before a case with a CPU budget, the generations that are due are collected, so that no
+    collection lands in the budget: the young ones alone, unless the oldest is due, or would
+    be once the young ones' collection has counted towards it."""
+    young, _, oldest = gc.get_threshold()
+    gc.disable()  # the collections here are the test's own
+    try:
+        for oldest_count, collected in ((0, 0), (oldest - 1, 2), (oldest, 2)):
+            gc.collect()
+            for _ in range(oldest_count):
+                gc.collect(1)  # each counts one towards the oldest generation
+            for _ in range(young + 1):
+                garbage: list = []
+                garbage.append(garbage)  # a cycle: only a collection frees it
+            del garbage
+            with collections_seen() as seen:
+                time_limits.settle_garbage()
+            assert seen == [collected], (oldest_count, seen)
+            due = [count >= limit for count, limit in zip(gc.get_count(), gc.get_threshold(), strict=True)]
+            assert not any(due), gc.get_count()
+    finally:
+        gc.enable()
