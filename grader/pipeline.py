@@ -394,13 +394,18 @@ def engine_for(request: Request, oracle: Oracle) -> Engine:
 
 
 def grade_submission(
-    submission: str | Path, request: Request | None = None, oracle: Oracle | None = None
+    submission: str | Path,
+    request: Request | None = None,
+    oracle: Oracle | None = None,
+    engine: Engine | None = None,
 ) -> Report:
-    """The whole pipeline for one submission, as `grader grade` runs it."""
+    """The whole pipeline for one submission, as `grader grade` runs it (on `engine`, if
+    given, instead of the one the request asks for)."""
     request = request or Request()
     oracle = oracle or oracle_from()
     cases = select_cases(Path(submission), request, oracle)
-    return grade_handed_in(submission, cases, oracle, engine_for(request, oracle), request.visibility)
+    engine = engine or engine_for(request, oracle)
+    return grade_handed_in(submission, cases, oracle, engine, request.visibility)
 
 
 def grade_handed_in(

@@ -15,9 +15,7 @@ from grader.pipeline import (
     Request,
     Runs,
     engine_for,
-    grade_handed_in,
     grade_submission,
-    select_cases,
 )
 from grader.report.model import Report
 from grader.sandbox import Limits
@@ -66,6 +64,4 @@ def grade(
     if sandbox or limits is not None or Path(submission).resolve() != REFERENCE:
         return grade_submission(submission, request, oracle)
     oracle = oracle or oracle_from()
-    cases = select_cases(Path(submission), request, oracle)
-    engine = RememberedReference(engine_for(request, oracle))
-    return grade_handed_in(submission, cases, oracle, engine, request.visibility)
+    return grade_submission(submission, request, oracle, RememberedReference(engine_for(request, oracle)))
