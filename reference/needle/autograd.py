@@ -91,7 +91,12 @@ class Value:
 
     def __del__(self):
         global TENSOR_COUNTER
-        TENSOR_COUNTER -= 1
+        # A notebook kernel's shutdown may clear the globals before the last Values go:
+        # then there is nothing left to count.
+        try:
+            TENSOR_COUNTER -= 1
+        except (NameError, TypeError):
+            pass
 
     def _init(self, op, inputs, *, cached_data=None, requires_grad=None):
         global TENSOR_COUNTER

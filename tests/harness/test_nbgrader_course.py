@@ -167,6 +167,15 @@ def test_autograde_finds_every_test_cell_as_released(course):
     assert [line for line in log.splitlines() if "checksum" in line or "has changed" in line] == []
 
 
+def test_kernels_shut_down_without_an_exception(course):
+    """A kernel's shutdown clears the notebook's globals before its last nodes are freed:
+    needle's `Value.__del__` then has no counter left, and must not print a traceback into
+    the instructor's autograde log for every submission."""
+    course, *_ = course
+    log = (course.parent / AUTOGRADE_LOG).read_text()
+    assert [line for line in log.splitlines() if "Exception ignored" in line or "Traceback" in line] == []
+
+
 def test_exported_scores_equal_the_graders(course):
     course, _, reports, rows = course
     scores = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in rows}
