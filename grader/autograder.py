@@ -35,9 +35,9 @@ from pathlib import Path
 
 from grader.authoring.gradescope_zip import Settings, suites_digest
 from grader.case.define import Case, collect
-from grader.pipeline import SandboxRunner, grade_handed_in, needs_from, suites_for, used_by
+from grader.pipeline import SandboxRunner, grade_handed_in, needs_from, refused, suites_for, used_by
 from grader.report.gradescope import gradescope, write_json
-from grader.report.model import CaseResult, Report, Status
+from grader.report.model import Report
 from grader.report.terminal import print_report
 from grader.sandbox import Limits
 from grader.scope import parse, select
@@ -130,29 +130,13 @@ def lock_down(layout: Layout) -> None:
 
 def failed_report(layout: Layout, reason: str) -> Report:
     """Every case at zero with `reason` (or none at all, when even the cases cannot be read)."""
-    report = Report(str(layout.submission), errors=[reason])
     try:
         settings = load_settings(layout)
         cases = graded_cases(layout, settings)
     except Exception as exc:  # a broken zip: the results say so, with no cases
-        report.errors.append(f"the cases could not be read: {type(exc).__name__}: {exc}"[:500])
-        return report
-    for case in cases:
-        hidden = case.suite == "hidden"
-        report.results.append(
-            CaseResult(
-                id=case.id,
-                name=case.title,
-                assignment=case.assignment,
-                topic=case.topic,
-                max_points=case.points,
-                status=Status.ERROR,
-                message=reason,
-                hidden=hidden,
-                visibility=settings.visibility if hidden else "visible",
-            )
-        )
-    return report
+        unread = f"the cases could not be read: {type(exc).__name__}: {exc}"[:500]
+        return Report(str(layout.submission), errors=[reason, unread])
+    return refused(layout.submission, cases, reason, settings.visibility)
 
 
 def _stop(child: subprocess.Popen) -> None:
