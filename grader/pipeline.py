@@ -429,7 +429,8 @@ def grade_handed_in(
 
 
 def refused(submission: str | Path, cases: list[Case], reason: str, visibility: str) -> Report:
-    """The report for a submission that cannot be read at all: every case zero, one reason."""
+    """Every case zero, for one reason: a submission that cannot be read at all, or a grading
+    that could not finish (Gradescope's autograder stopped or out of time)."""
     report = Report(str(submission))
     report.results = [verdict(case, Run(), Run(fault=reason), visibility) for case in cases]
     report.errors.append(reason)
