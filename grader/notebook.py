@@ -144,7 +144,7 @@ def code_roots(namespace: dict[str, Any]) -> list[Path]:
     """Directories of the files the notebook's own code was compiled from (a kernel's
     cells are files too), so a failure can name the innermost frame of the student's code."""
     name = namespace.get("__name__")
-    roots: set[Path] = set()
+    files: set[str] = set()
     for obj in list(namespace.values()):
         if getattr(obj, "__module__", None) != name:
             continue
@@ -152,8 +152,8 @@ def code_roots(namespace: dict[str, Any]) -> list[Path]:
         for member in members:
             code = getattr(getattr(member, "fget", member), "__code__", None)
             if code is not None and not code.co_filename.startswith("<"):
-                roots.add(Path(code.co_filename).resolve().parent)
-    return sorted(roots)
+                files.add(code.co_filename)
+    return sorted({Path(file).resolve().parent for file in files})  # each file resolved once
 
 
 # ---- running a case with a time limit ----
@@ -222,6 +222,7 @@ class Runner:
         again in each cell: the student may have fixed the engine and run its cell again."""
         results = []
         self.policy.hung.clear()
+        roots = code_roots(namespace)  # once a cell, not once a case (2 ms each in a kernel)
         for case in cases:
             name = ENTRY[case.assignment]
             if name not in namespace:
@@ -232,7 +233,7 @@ class Runner:
             modules = modules_from(case.assignment, namespace)
             with warnings.catch_warnings():  # what the case printed is in its run's output
                 warnings.simplefilter("ignore")
-                actual = self.run(case, modules, code_roots(namespace), root)
+                actual = self.run(case, modules, roots, root)
                 failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
                 expected = Run() if failed else self.expected(case, root)
             results.append(verdict(case, expected, actual))
