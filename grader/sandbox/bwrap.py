@@ -22,6 +22,7 @@ Works as root and as an unprivileged user where the kernel allows user namespace
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import site
 import subprocess
@@ -77,10 +78,14 @@ def _site_dirs(trees: tuple[Path, ...] = ()) -> list[Path]:
 
 
 @functools.cache
-def _numpy_dirs() -> list[Path]:
-    import numpy
-
-    home = Path(numpy.__file__).resolve().parent
+def numpy_dirs() -> list[Path]:
+    """numpy's package and its bundled libraries' folder, found without importing numpy: the
+    grader's command line needs only where it is (to bind it, to link it into `lib/`), and
+    importing it was half of the command line's start (0.19 s of 0.38)."""
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("numpy is not installed: the sandbox's workers need it")
+    home = Path(spec.origin).resolve().parent
     return [d for d in (home, home.parent / "numpy.libs") if d.is_dir()]
 
 
@@ -152,7 +157,7 @@ def prepare() -> None:
     package directories to cover): each is found once per process, and the class run's fork
     server finds them before any submission's process is forked from it."""
     if binary() is not None:
-        _runtime(), _numpy_dirs(), _covered()
+        _runtime(), numpy_dirs(), _covered()
 
 
 def argv(
@@ -177,7 +182,7 @@ def argv(
         args += [*parents(str(path)), "--ro-bind", str(path), str(path)]
     for folder in _covered():  # hide what is installed beside numpy, torch first of all
         args += ["--perms", "0555", "--tmpfs", str(folder)]
-    for folder in _numpy_dirs():
+    for folder in numpy_dirs():
         args += [*parents(str(folder)), "--ro-bind", str(folder), str(folder)]
     for folder in _covered():
         args += ["--remount-ro", str(folder)]
@@ -236,7 +241,7 @@ def available(switch_user: bool = False) -> bool:
     starts a sandbox and imports numpy in it, a tenth of a second."""
     if binary() is None or (switch_user and os.geteuid() != 0):
         return False
-    code = f"import sys; sys.path.insert(0, {str(_numpy_dirs()[0].parent)!r}); import numpy"
+    code = f"import sys; sys.path.insert(0, {str(numpy_dirs()[0].parent)!r}); import numpy"
     with tempfile.TemporaryDirectory(prefix="grader-probe-") as probe:
         lib, work = Path(probe, "lib"), Path(probe, "work")
         lib.mkdir()

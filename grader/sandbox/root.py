@@ -25,9 +25,8 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy
-
 from grader.case.loading import SubmissionError, locate_assignment, walk
+from grader.sandbox.bwrap import numpy_dirs
 
 GRADER = Path(__file__).resolve().parent.parent
 #: the packages that run beside student code, relative to the grader package
@@ -145,10 +144,8 @@ def build(root: Path, submission: Path, assignment: str, grader: bool = True) ->
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin and spec.origin.endswith(".py"):
             _copy_trusted(Path(spec.origin), lib / f"{name}.py")
-    numpy_dir = Path(numpy.__file__).resolve().parent
-    for name in ("numpy", "numpy.libs"):
-        if (numpy_dir.parent / name).exists():
-            (lib / name).symlink_to(numpy_dir.parent / name)
+    for folder in numpy_dirs():
+        (lib / folder.name).symlink_to(folder)
     work.mkdir()
     copy_submission(submission, work, assignment)
     return lib, work

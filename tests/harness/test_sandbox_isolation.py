@@ -124,7 +124,7 @@ with tempfile.TemporaryDirectory() as scratch:
     lib.mkdir()
     work.mkdir()
     args = bwrap.argv(lib, work, {"PATH": "/usr/bin:/bin"})
-    numpy_home = str(bwrap._numpy_dirs()[0].parent)
+    numpy_home = str(bwrap.numpy_dirs()[0].parent)
     code = "import sys; sys.path.insert(0, %r)\\n" % numpy_home + sys.argv[1]
     done = subprocess.run([*args, bwrap.interpreter(), "-I", "-S", "-c", code, *sys.argv[2:]])
 sys.exit(done.returncode)
