@@ -210,8 +210,8 @@ def test_a_students_micrograd_run_never_imports_numpy():
 
 def test_the_command_line_starts_without_numpy():
     """`python -m grader` loads its commands without numpy: the sandbox needs only where numpy
-    is installed (to bind it for the workers), and importing it was a third of every
-    command's start (0.14 s of 0.40 s of CPU). A command imports it where it meets arrays."""
+    is installed (`grader.sandbox.bwrap.numpy_dirs` says what that saves). A command imports
+    it where it meets arrays."""
     words, said = printed_by("import sys, grader.cli; print('numpy' in sys.modules)")
     assert words[-1:] == ["False"], said
 
