@@ -16,8 +16,11 @@ Releases the student bundle (`python -m grader release`) into a temporary folder
    seconds, the commands taking turns (one run of each, then again), so that a drift in the
    machine's speed reaches them all alike. The target: the reference's run in at most 2x
    the import. A micrograd run imports no numpy (it grades scalars), so `import pytest`
-   alone is timed too: under every run lies the floor, that import plus the CPU the
-   reference needs to run the public cases alone (`cases_alone`).
+   alone is timed too, and pytest running as many empty tests as the suite collects, with
+   the bundle's pytest options (`empty_suite`): what pytest itself costs a run of that many
+   tests. Under every run lies the floor, that empty run plus the CPU the reference needs to
+   run the public cases alone (`cases_alone`); the rest is the kit's own (its plugin, the
+   shipped answers, the comparing).
 """
 
 from __future__ import annotations
@@ -80,6 +83,26 @@ def setup(bundle: Path, requirements: Path, work: Path, extra: list[str]) -> tup
     return seconds, size, venv
 
 
+def empty_suite(
+    bundle: Path, python: str, env: dict[str, str], folder: Path, paths: list[str]
+) -> tuple[Path, int]:
+    """A folder of as many empty tests as pytest collects from `paths` in the bundle, with the
+    bundle's pytest options (its `addopts`): what pytest alone costs a run of that many tests.
+    Returns the folder and the count."""
+    listed = subprocess.run(
+        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
+        cwd=bundle, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    count = sum(1 for line in listed.stdout.splitlines() if "::" in line)
+    addopts = next(
+        line for line in (bundle / "pytest.ini").read_text().splitlines() if line.startswith("addopts")
+    )
+    folder.mkdir()
+    (folder / "pytest.ini").write_text(f"[pytest]\n{addopts}\n")
+    (folder / "test_empty.py").write_text("".join(f"def test_{i}():\n    pass\n\n" for i in range(count)))
+    return folder, count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -123,18 +146,21 @@ def main() -> None:
         python = str(venv / "bin" / "python")
         suite = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         shutil.copytree(REPO / "reference" / "micrograd", bundle / "solved" / "micrograd")
+        empty, tests = empty_suite(bundle, python, env, tmp / "empty", ["tests/public/micrograd"])
         commands = {
             "import": [python, "-c", "import numpy, pytest"],
             "pytest": [python, "-c", "import pytest"],
+            "empty": [*suite, "-c", str(empty / "pytest.ini"), "--rootdir", str(empty), str(empty)],
             "reference": [*suite, "--impl", "solved", "tests/public/micrograd"],
             "template": [*suite, "tests/public/micrograd"],
         }
         timed = cpu_timed_together(commands, args.repeat, env, bundle, ok={"template": (1,)})
-        floor, pytest_only, reference, template = (timed[name] for name in commands)
+        floor, pytest_only, empty_run, reference, template = (timed[name] for name in commands)
         print(f"a student's run (no torch), median of {args.repeat}: wall, CPU, ratios to the import")
         rows = [
             ("python -c 'import numpy, pytest'", floor),
             ("python -c 'import pytest'", pytest_only),
+            (f"pytest, {tests} empty tests", empty_run),
             ("pytest tests/public/micrograd, reference", reference),
             ("pytest tests/public/micrograd, template", template),
         ]
@@ -145,11 +171,13 @@ def main() -> None:
             )
         print("  (target: the reference's run in at most 2x the import of numpy and pytest)")
         alone = cases_alone("micrograd", args.repeat, ("public",))
+        under = empty_run[1] + alone
         print(
             f"the floor: the reference runs the public micrograd cases alone in {alone:.2f} s of CPU "
-            f"(no pytest, no comparing); with pytest's import, which every run needs (a micrograd "
-            f"run needs no numpy), no run is under {(pytest_only[1] + alone) / floor[1]:.2f}x the "
-            f"import's CPU"
+            f"(no pytest, no comparing); with pytest's import alone, which every run needs (a "
+            f"micrograd run needs no numpy), no run is under {(pytest_only[1] + alone) / floor[1]:.2f}x "
+            f"the import's CPU; with pytest running {tests} tests, {under / floor[1]:.2f}x. The "
+            f"kit's own part of the reference's run: {reference[1] - under:.2f} s of CPU"
         )
 
 
