@@ -89,6 +89,8 @@ class InProcessRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
     needs: Callable[[Case], Iterable[str]] | None = None
+    #: a copy of the grader's worker modules shared by many runs (`sandbox.engine.shared_grader`)
+    grader_copy: Path | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines = Submission(submission)
@@ -125,6 +127,8 @@ class SandboxRunner:
     isolation: str | None = None
     #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
     needs: Callable[[Case], Iterable[str]] | None = None
+    #: a copy of the grader's worker modules shared by many runs (`sandbox.engine.shared_grader`)
+    grader_copy: Path | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         from grader.sandbox import SandboxEngine  # Linux's: a student's own run never needs it
@@ -143,6 +147,7 @@ class SandboxRunner:
             expected=self.expected,
             isolation=self.isolation,
             needs=self.needs,
+            grader_copy=self.grader_copy,
         )
         runs = engine.run_all(cases, timeouts, yardstick)
         notes = [ISOLATION[engine.isolation]] + ([] if engine.filtered else [UNFILTERED])

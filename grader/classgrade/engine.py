@@ -2,7 +2,8 @@
 
 `grade_class` takes the submissions, hashes each, skips those the gradebook holds unchanged
 (unless `force`), runs the oracle once for the whole class (the expected answers do not
-depend on the student), and hands the rest to a backend: the local fork pool (all cores) or
+depend on the student), makes one copy of the grader's worker modules that every sandbox
+binds read-only, and hands the rest to a backend: the local fork pool (all cores) or
 a Dask cluster. Each answer is scored here by `pipeline.grade` and written to the gradebook
 in one transaction as soon as it comes, so a kill loses only what was in flight.
 """
@@ -33,7 +34,7 @@ from grader.classgrade.runner import (
 from grader.pipeline import refused, used_by, yardstick
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, Report
 from grader.sandbox import Limits
-from grader.sandbox.engine import strongest_isolation
+from grader.sandbox.engine import shared_grader, strongest_isolation
 from grader.verdict.oracle import Oracle
 
 #: seconds a submission's worker may run beyond its grading budget before it is killed
@@ -128,6 +129,8 @@ def grade_class(
     isolation = strongest_isolation(switch_user=user is not None)  # once, not per submission
     rules = used_by(oracle)
     with ExitStack() as stack:
+        # one copy of the grader's worker modules for the whole class, if workers bind one
+        copy = stack.enter_context(shared_grader(user)) if isolation == "bubblewrap" and todo else None
         by_student, jobs = {}, []
         for sub, digest, key in todo:
             try:
@@ -142,7 +145,9 @@ def grade_class(
             wanted = {case.id: oracle.expected(case).results for case in group}  # the oracle keeps each run
             timing = yardstick(group, oracle)
             needs = {case.id: tuple(sorted(rules(case))) for case in group}
-            job = Job(sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation, needs)
+            job = Job(
+                sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation, needs, copy
+            )
             jobs.append(job)
         for finished in backend.run(jobs):
             sub, directory, digest, key = by_student[finished.key]

@@ -57,6 +57,9 @@ class Job:
     #: each case's rules, as PyTorch's run says (`pipeline.used_by`): a case that uses one whose
     #: rule hung on the probe gets the short CPU budget, as `grader grade` gives it
     needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the class's one copy of the grader's worker modules, on this machine (None: each
+    #: submission's run makes its own)
+    grader_copy: Path | None = None
 
 
 @dataclass
@@ -78,7 +81,9 @@ def sandbox_runs(job: Job) -> Outcome:
         return Outcome({}, {}, [])
     expected = job.expected.get if job.expected else None
     needs = (lambda case: job.needs.get(case.id, ())) if job.needs else None
-    runner = SandboxRunner(job.limits, list(job.secrets), job.user, expected, job.isolation, needs)
+    runner = SandboxRunner(
+        job.limits, list(job.secrets), job.user, expected, job.isolation, needs, job.grader_copy
+    )
     done = runner.run(directory, todo, job.yardstick)  # type: ignore[arg-type]  # a CaseRef is enough
     return Outcome({c.id: run for c, run in zip(todo, done.runs, strict=True)}, done.flags, done.notes)
 
@@ -95,8 +100,9 @@ def sandbox_runs_of_files(job: Job, files: dict[str, bytes]) -> Outcome:
             target.write_bytes(data)
         root.mkdir(exist_ok=True)
         cases = tuple(c if c.suites_dir.is_dir() else replace(c, suites_dir=SUITES_DIR) for c in job.cases)
-        # this machine's secrets and isolation, not the client's
-        return sandbox_runs(replace(job, path=root, cases=cases, secrets=default_secrets(), isolation=None))
+        # this machine's secrets, isolation and copy of the grader, not the client's
+        here = dict(secrets=default_secrets(), isolation=None, grader_copy=None)
+        return sandbox_runs(replace(job, path=root, cases=cases, **here))
 
 
 def default_secrets(oracle: Oracle | None = None) -> tuple[Path, ...]:

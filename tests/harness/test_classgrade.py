@@ -23,6 +23,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from collections import defaultdict
@@ -39,11 +40,12 @@ from grader.classgrade.engine import GRACE, LocalBackend, grade_class
 from grader.classgrade.exports import NBGRADER_COLUMNS, export_all
 from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.layout import LayoutError, discover
-from grader.classgrade.pool import ForkPool
-from grader.classgrade.runner import cpu_count
+from grader.classgrade.pool import Finished, ForkPool
+from grader.classgrade.runner import cpu_count, sandbox_runs
 from grader.pipeline import SUITES_DIR, Request, grade_submission, missing_assignments
 from grader.report.model import Status
 from grader.sandbox import Limits
+from grader.sandbox.root import copy_grader
 from tests.harness.classroom import SLOW, kind_of, kinds, make_class
 from tests.harness.grading import grade
 from tests.harness.processes import grandchildren_in_group, process_group, wait_for
@@ -333,6 +335,43 @@ def test_a_crashing_or_overrunning_worker_is_an_error_with_its_reason(tmp_path, 
         assert run.failed and book.info(subs[0].student)["state"] == "error"
         assert report.score == 0 and all(r.status is Status.ERROR for r in report.results)
         assert "longer than 0.01 s" in report.results[0].message and report.errors
+
+
+class InProcess:
+    """A backend that runs each job in this process, one after another, so that the test
+    sees what the sandbox did."""
+
+    def run(self, jobs):
+        for job in jobs:
+            yield Finished(job.student, sandbox_runs(job))
+
+
+def test_a_class_copies_the_graders_modules_once(tmp_path, oracle, monkeypatch):
+    """Every submission's workers bind the class's one copy of the grader's worker modules
+    (read-only: no student can change it for the next); the copy goes with the class run."""
+    import grader.sandbox.engine as sandbox_engine
+
+    if sandbox_engine.strongest_isolation() != "bubblewrap":
+        pytest.skip("only bubblewrap workers bind a copy of the grader")
+    copies = []
+
+    def counted(dest):
+        copies.append(dest)
+        copy_grader(dest)
+
+    monkeypatch.setattr(sandbox_engine, "copy_grader", counted)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    make_class(tmp_path / "class", 3, only=["reference", "template", "bug-no-seed"])
+    subs = discover(tmp_path / "class", tmp_path / "work")
+    keep = Request(limits=LIMITS, keep=lambda case: case.id in LEAN and case.assignment == "micrograd")
+    with Gradebook(tmp_path / "book.db") as book:
+        run = grade_class(subs, case_chooser(keep), oracle, book, InProcess(), LIMITS)
+        reference = next(s for s in subs if kind_of(s.student) == "reference")
+        assert book.report(reference.student).score == book.report(reference.student).max_score > 0
+    assert len(run.graded) == 3 and not run.failed
+    assert len(copies) == 1
+    assert list((tmp_path / "tmp").iterdir()) == []  # the copy and every run's directory are gone
 
 
 def test_layouts_zip_and_nbgrader(tmp_path):
