@@ -89,8 +89,6 @@ class InProcessRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
     needs: Callable[[Case], Iterable[str]] | None = None
-    #: a copy of the grader's worker modules shared by many runs (`sandbox.engine.shared_grader`)
-    grader_copy: Path | None = None
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
         engines = Submission(submission)

@@ -92,12 +92,19 @@ def shared_grader(user: str | None = None) -> Iterator[Path]:
     submission, 6.1 with one for the class (five alternating runs of each). With `user`, the
     workers' user may read it."""
     with scratch.run_directory() as tmp:
-        copy = tmp / "grader"
-        copy_grader(copy)
         if user is not None:
             os.chmod(tmp, 0o711)
-            readable(copy)
-        yield copy
+        yield copy_for_workers(tmp, user)
+
+
+def copy_for_workers(folder: Path, user: object) -> Path:
+    """The grader's worker modules copied into `folder/grader`; readable by anyone where the
+    workers run as a user of their own (`user` not None)."""
+    copy = folder / "grader"
+    copy_grader(copy)
+    if user is not None:
+        readable(copy)
+    return copy
 
 
 def resolve_user(user: str | None) -> tuple[int, int] | None:
@@ -220,13 +227,7 @@ class SandboxEngine:
         with scratch.run_directory() as tmp, confine.undumpable():
             self.grader = None
             if self.isolation == "bubblewrap" and groups:  # one copy, bound read-only into each
-                if self.grader_copy is not None:
-                    self.grader = self.grader_copy
-                else:
-                    self.grader = tmp / "grader"
-                    copy_grader(self.grader)
-                    if self.user is not None:
-                        readable(self.grader)
+                self.grader = self.grader_copy or copy_for_workers(tmp, self.user)
             roots: dict[str, tuple[Path, Path]] = {}
             try:
                 for (assignment, suite), group in groups.items():
