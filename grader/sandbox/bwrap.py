@@ -167,7 +167,7 @@ def argv(
     run by root): no user namespace, and the worker keeps CAP_SETUID and CAP_SETGID just long
     enough to become the unprivileged user itself, before any student code runs. `grader`: a
     copy of the grader's worker modules, bound read-only as `lib/grader` (one copy serves
-    every worker of a run: none can change what the next one runs)."""
+    every worker of a run, or of a whole class: none can change what the next one runs)."""
     unshare = list(UNSHARE_BUT_USER) if switch_user else ["--unshare-all"]
     args = [str(binary()), *unshare, "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
     if switch_user:
