@@ -94,15 +94,15 @@ def shared_grader(user: str | None = None) -> Iterator[Path]:
     with scratch.run_directory() as tmp:
         if user is not None:
             os.chmod(tmp, 0o711)
-        yield copy_for_workers(tmp, user)
+        yield copy_for_workers(tmp, other_user=user is not None)
 
 
-def copy_for_workers(folder: Path, user: object) -> Path:
+def copy_for_workers(folder: Path, other_user: bool) -> Path:
     """The grader's worker modules copied into `folder/grader`; readable by anyone where the
-    workers run as a user of their own (`user` not None)."""
+    workers run as a user of their own (`other_user`)."""
     copy = folder / "grader"
     copy_grader(copy)
-    if user is not None:
+    if other_user:
         readable(copy)
     return copy
 
@@ -227,7 +227,7 @@ class SandboxEngine:
         with scratch.run_directory() as tmp, confine.undumpable():
             self.grader = None
             if self.isolation == "bubblewrap" and groups:  # one copy, bound read-only into each
-                self.grader = self.grader_copy or copy_for_workers(tmp, self.user)
+                self.grader = self.grader_copy or copy_for_workers(tmp, other_user=self.user is not None)
             roots: dict[str, tuple[Path, Path]] = {}
             try:
                 for (assignment, suite), group in groups.items():
