@@ -181,11 +181,12 @@ def _rank(item: pytest.Item) -> int:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before the first test: out of the collector's sight with whatever the process holds
-    now (PyTorch and every test module imported, the answers made). A full collection walks
-    every object the collector sees, and in a process holding PyTorch that is a third of a
-    second; a run's two workers made some ninety of them and spent 35 s of CPU in the
-    collector, a tenth of their time. Frozen, the heap is still freed as references go; only
-    a cycle made before now would stay (collected first: there is none left to keep)."""
+    now (PyTorch and every test module imported, the answers made), as a student's run does
+    before its first case (`grader.case.limits.keep_heap`). A full collection walks every
+    object the collector sees, and in a process holding PyTorch that is a third of a second;
+    a run's two workers made some ninety of them and spent 35 s of CPU in the collector, a
+    tenth of their time (26 s so). Frozen, the heap is still freed as references go; only a
+    cycle made before now would stay (collected first: there is none left to keep)."""
     gc.collect()
     gc.freeze()
 
@@ -197,7 +198,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     makes them (so that two workers do not both run PyTorch on a cold cache); `--co` runs
     nothing, and needs none."""
     if not config.option.collectonly:
-        gc.freeze()  # what the imports made: the answers' making need not walk it (see below)
         _prepare_oracle_cache()
     for item in items:
         if _rank(item) < len(COSTLY):
