@@ -167,7 +167,8 @@ def test_autograde_finds_every_test_cell_as_released(course):
     assert [line for line in log.splitlines() if "checksum" in line or "has changed" in line] == []
 
 
-#: where a kernel's own machinery lives: a traceback through nothing else is not the kit's.
+#: where a kernel's own machinery lives (pyzmq's compiled frames are named by a relative path,
+#: `"zmq/backend/...`): a traceback through nothing else is not the kit's.
 #: ipykernel (7.4) races with itself as a kernel shuts down: its control handler flushes stderr
 #: while its IOPub thread closes the pipe that flush would wake, and tornado logs the ZMQError
 KERNEL_MACHINERY = ("/ipykernel/", "/zmq/", "/tornado/", '"zmq/')
