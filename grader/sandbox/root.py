@@ -59,6 +59,17 @@ def worker_modules() -> list[Path]:
     return sorted(found)
 
 
+def shipped_modules() -> list[Path]:
+    """The source files of `SHIPPED_MODULES` that are installed here (each is copied into a
+    worker's `lib/` under its own name)."""
+    found = []
+    for name in SHIPPED_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            found.append(Path(spec.origin))
+    return found
+
+
 def trusted_file(src: Path) -> tuple[bytes, bytes | None]:
     """A grader or suite file's bytes and, for Python source, its bytecode as an
     unchecked hash-based .pyc (PEP 552: the worker loads it without comparing it with the
@@ -83,9 +94,10 @@ def _compiled(src: Path, mtime_ns: int, size: int) -> tuple[bytes, bytes | None]
 
 def precompile(suites_dir: Path | None = None) -> None:
     """Compile now, in this process, every file a worker's `lib/` may hold: the grader's
-    modules and, with `suites_dir`, its public and hidden suites. The class run does it in
-    its fork server, so that each submission's process inherits the bytecode."""
-    files = list(worker_modules())
+    modules, `pyseccomp` and, with `suites_dir`, its public and hidden suites. The class run
+    does it in its fork server, so that each submission's process inherits the bytecode
+    (without `pyseccomp` here, each compiled it again: 10 ms a submission)."""
+    files = [*worker_modules(), *shipped_modules()]
     for suite in ("public", "hidden"):
         if suites_dir is not None and (suites_dir / suite).is_dir():
             files += sorted(p for p in (suites_dir / suite).rglob("*.py") if "__pycache__" not in p.parts)
@@ -140,10 +152,8 @@ def build(root: Path, submission: Path, assignment: str, grader: bool = True) ->
         copy_grader(lib / "grader")
     else:
         (lib / "grader").mkdir()
-    for name in SHIPPED_MODULES:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin and spec.origin.endswith(".py"):
-            _copy_trusted(Path(spec.origin), lib / f"{name}.py")
+    for path in shipped_modules():
+        _copy_trusted(path, lib / path.name)
     for folder in numpy_dirs():
         (lib / folder.name).symlink_to(folder)
     work.mkdir()

@@ -1,6 +1,7 @@
 """The sandboxed grader: strict parsing, the worker's world, faults, the oracle cache, the
 command line, and verdicts equal to the in-process path on honest (buggy) submissions."""
 
+import builtins
 import fnmatch
 import json
 import re
@@ -30,7 +31,7 @@ from grader.report.markdown import markdown
 from grader.sandbox import Limits
 from grader.sandbox.engine import SandboxEngine
 from grader.sandbox.protocol import FrameReader, decode, parse_run, parse_tape
-from grader.sandbox.root import SandboxError, add_suite, build
+from grader.sandbox.root import SandboxError, add_suite, build, precompile
 from grader.verdict import integrity
 from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
@@ -196,6 +197,19 @@ def test_the_worker_gets_no_oracle_no_verdict_and_one_suite(tmp_path):
     assert (work / "micrograd" / "engine.py").is_file()
     assert all(p.suffix == ".py" for p in work.rglob("*") if p.is_file() and "micrograd" not in p.parts)
     assert not (work / "micrograd" / "__pycache__").exists()
+
+
+def test_after_precompile_a_worker_s_world_compiles_nothing(tmp_path, monkeypatch):
+    """The class run compiles in its fork server what every submission's `lib/` holds, so
+    that no submission's process compiles any of it again."""
+    precompile(SMALL)
+    compiled, real = [], builtins.compile
+    monkeypatch.setattr(builtins, "compile", lambda *a, **k: compiled.append(a[1]) or real(*a, **k))
+    lib, _ = build(tmp_path, REPO / "reference", "micrograd")
+    add_suite(lib, SMALL, "public", "micrograd")
+    add_suite(lib, SMALL, "hidden", "micrograd")
+    assert (lib / "pyseccomp.py").is_file() and (lib / "__pycache__").is_dir()
+    assert compiled == []
 
 
 def test_a_suite_that_imports_the_trusted_side_cannot_run(tmp_path, oracle):
