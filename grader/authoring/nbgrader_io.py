@@ -241,46 +241,79 @@ def write_class_grades(
     """`write_grades` for many students (student -> results), in one gradebook session and
     one commit. Returns what was wrong on the way (a timestamp that is not a date: see
     `submitted_at`), one line each."""
-    import_nbgrader()
-    from nbgrader.api import Gradebook
+    with GradeWriter(course, assignment) as writer:
+        for student, found in results.items():
+            writer.add(student, found)
+        writer.commit()
+    return list(writer.problems.values())
 
-    course = Path(course)
-    problems: dict[str, str] = {}
-    outputs = {student: cell_outputs(found, assignment) for student, found in results.items()}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student, cells in outputs.items():
-            submitted = course / "submitted" / student / assignment
-            timestamp, problem = submitted_at(submitted)
-            if problem:
-                problems[student] = problem
-            try:
-                present = set(_cells_by_id(read_cells(submitted / f"{assignment}.ipynb")))
-            except NotebookError:
-                present = set()  # an unreadable notebook has no test cell left: every cell scores zero
-            gb.update_or_create_student(student)
-            # nbgrader builds a new submission's notebooks and grades while its queries run;
-            # with autoflush on, SQLAlchemy flushes the half-built objects and warns (SAWarning)
-            with gb.db.no_autoflush:
-                gb.update_or_create_submission(assignment, student, timestamp=timestamp)
-            for grade_id, output in cells.items():
-                grade = gb.find_grade(grade_id, assignment, assignment, student)
-                grade.auto_score = output.points if grade_id in present else 0.0
-                grade.needs_manual_grade = False
-        gb.db.commit()
-    try:
-        locked = locked_sources(course / "source" / assignment / f"{assignment}.ipynb")
-    except NotebookError:
-        locked = {}  # the submitted text stays, as the gradebook keeps the released one
-    for student, cells in outputs.items():
-        submitted = course / "submitted" / student / assignment
-        autograded = course / "autograded" / student / assignment
+
+class GradeWriter:
+    """Writes students' grades into an nbgrader course, one student at a time, in one session
+    of nbgrader's `Gradebook` (opened once: it checks the database's schema): `add` a
+    student's results (their points per grade cell, and `autograded/<student>/<assignment>/`
+    with its notebook's outputs), `commit` what was added. A class run adds and commits each
+    student as its report comes, so that this work overlaps the grading of the others (it
+    used to follow the whole class, on one core: a second of 30 students' class run) and the
+    course's gradebook holds every student graded so far. Closed without a commit, it leaves
+    what was not committed out of gradebook.db (its `autograded/` folders are written again
+    by the next run)."""
+
+    def __init__(self, course: str | Path, assignment: str) -> None:
+        import_nbgrader()
+        from nbgrader.api import Gradebook
+
+        self.course, self.assignment = Path(course), assignment
+        #: student -> what was wrong with their submission's timestamp (see `submitted_at`)
+        self.problems: dict[str, str] = {}
+        try:
+            source = self.course / "source" / assignment / f"{assignment}.ipynb"
+            self.locked = locked_sources(source)
+        except NotebookError:
+            self.locked = {}  # the submitted text stays, as the gradebook keeps the released one
+        self.gradebook = Gradebook(f"sqlite:///{self.course / 'gradebook.db'}")
+
+    def __enter__(self) -> GradeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.gradebook.close()
+
+    def commit(self) -> None:
+        self.gradebook.db.commit()
+
+    def add(self, student: str, results: Iterable[CaseResult]) -> None:
+        """The student's points per grade cell (a test cell the student deleted scores zero,
+        as it does when autograding), and their autograded folder and notebook."""
+        assignment, gb = self.assignment, self.gradebook
+        cells = cell_outputs(results, assignment)
+        submitted = self.course / "submitted" / student / assignment
+        timestamp, problem = submitted_at(submitted)
+        if problem:
+            self.problems[student] = problem
+        try:
+            present = set(_cells_by_id(read_cells(submitted / f"{assignment}.ipynb")))
+        except NotebookError:
+            present = set()  # an unreadable notebook has no test cell left: every cell scores zero
+        gb.update_or_create_student(student)
+        # nbgrader builds a new submission's notebooks and grades while its queries run;
+        # with autoflush on, SQLAlchemy flushes the half-built objects and warns (SAWarning)
+        with gb.db.no_autoflush:
+            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+        for grade_id, output in cells.items():
+            grade = gb.find_grade(grade_id, assignment, assignment, student)
+            grade.auto_score = output.points if grade_id in present else 0.0
+            grade.needs_manual_grade = False
+        autograded = self.course / "autograded" / student / assignment
         autograded.mkdir(parents=True, exist_ok=True)
         for path in submitted.iterdir():
             # a timestamp nbgrader cannot read stays behind: its other commands would stop on it
-            if path.is_file() and not (path.name == "timestamp.txt" and student in problems):
+            if path.is_file() and not (path.name == "timestamp.txt" and problem):
                 shutil.copy2(path, autograded / path.name)
         notebook = autograded / f"{assignment}.ipynb"
         with contextlib.suppress(NotebookError, OSError):  # unreadable: left as handed in
-            made = autograded_notebook(submitted / notebook.name, locked, cells)
+            made = autograded_notebook(submitted / notebook.name, self.locked, cells)
             notebook.write_text(json.dumps(made, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return list(problems.values())

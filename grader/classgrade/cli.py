@@ -10,6 +10,7 @@ The grading options are `grader grade`'s, declared once in `grader.options`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from grader.case.define import Case
 from grader.classgrade.layout import Submission
 from grader.options import UserError, keep_of, limits_of, oracle_of, scopes_of, suites_dir
 from grader.pipeline import Request, choose_assignments, select_cases
+from grader.report.model import Report
 from grader.verdict.oracle import Oracle
 
 
@@ -109,44 +111,52 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         name += f"-shard{shard[0]}of{shard[1]}"
     gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
     started = time.perf_counter()
-    if args.nbgrader:
-        from grader.authoring.nbgrader_io import import_nbgrader_meanwhile
-
-        import_nbgrader_meanwhile()
-    with Gradebook(gradebook) as book, ClassProgress() as progress:
-        run = grade_class(
-            submissions,
-            case_chooser(request, oracle),
-            oracle,
-            book,
-            backend,
-            limits,
-            args.hidden_visibility,
-            force=args.force,
-            shard=shard,
-            on_start=progress.on_start,
-            on_done=progress.on_done,
-            user=args.user,
-        )
-    seconds = time.perf_counter() - started
-    with Gradebook(gradebook) as book:
-        reports = dict(book.reports())  # decoded once: the summary and every export render them
-        Console().print(summary(book, reports, run, seconds, jobs))
-        others = [
-            Gradebook(p) for p in sorted(out.glob("gradebook*.db")) if p.resolve() != gradebook.resolve()
-        ]
-        try:  # every assignment graded into OUT, by this run or another, is exported
-            written = export_all([book, *others], out, args.hidden_visibility, reports)
-        finally:
-            for other in others:
-                other.close()
+    with contextlib.ExitStack() as stack:
+        course = None
         if args.nbgrader:
-            from grader.classgrade.nbgrader import write_course_grades
+            from grader.authoring.nbgrader_io import import_nbgrader_meanwhile
+            from grader.classgrade.nbgrader import CourseGrades
 
-            count, problems = write_course_grades(root, args.nbgrader_assignment, reports)
-            for problem in problems:
-                Console().print(f"warning: {problem}", markup=False, highlight=False, soft_wrap=True)
-            Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
+            import_nbgrader_meanwhile()
+            course = stack.enter_context(CourseGrades(root, args.nbgrader_assignment))
+        with Gradebook(gradebook) as book, ClassProgress() as progress:
+
+            def on_done(student: str, report: Report) -> None:
+                if course is not None:
+                    course.add(student, report)  # while the others are graded
+                progress.on_done(student, report)
+
+            run = grade_class(
+                submissions,
+                case_chooser(request, oracle),
+                oracle,
+                book,
+                backend,
+                limits,
+                args.hidden_visibility,
+                force=args.force,
+                shard=shard,
+                on_start=progress.on_start,
+                on_done=on_done,
+                user=args.user,
+            )
+        seconds = time.perf_counter() - started
+        with Gradebook(gradebook) as book:
+            reports = dict(book.reports())  # decoded once: the summary and every export render them
+            Console().print(summary(book, reports, run, seconds, jobs))
+            others = [
+                Gradebook(p) for p in sorted(out.glob("gradebook*.db")) if p.resolve() != gradebook.resolve()
+            ]
+            try:  # every assignment graded into OUT, by this run or another, is exported
+                written = export_all([book, *others], out, args.hidden_visibility, reports)
+            finally:
+                for other in others:
+                    other.close()
+            if course is not None:  # and those not graded now (unchanged since they were)
+                count, problems = course.finish(reports)
+                for problem in problems:
+                    Console().print(f"warning: {problem}", markup=False, highlight=False, soft_wrap=True)
+                Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
     Console().print(
         f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}"
     )

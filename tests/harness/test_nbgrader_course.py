@@ -16,6 +16,8 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -370,6 +372,35 @@ def test_a_timestamp_that_is_not_a_date_costs_nothing_and_is_said(course, tmp_pa
     assert (mine / "autograded" / "correct" / "micrograd" / "timestamp.txt").read_text() == (
         folder / "timestamp.txt"
     ).read_text()
+
+
+def test_a_course_without_the_assignment_is_said_at_the_first_grade_and_loses_nothing(course, tmp_path):
+    """A course whose gradebook.db was made before `generate_assignment`: the fast path says so
+    in one line (exit 2) when it comes to write the first student, not after the whole class,
+    and the class gradebook keeps that student: once the assignment is generated, the next run
+    grades only the others and writes every student into the course."""
+    from nbgrader.api import Gradebook
+
+    course, env, _, _ = course
+    mine = tmp_path / "course"
+    shutil.copytree(course, mine, ignore=shutil.ignore_patterns("classgrade", "gradebook.db", "autograded"))
+    args = ["--jobs", "1", "--only-cases", "micrograd/test_ops::*"]
+    command = [sys.executable, "-m", "grader", "grade-class", "--nbgrader", str(mine), "micrograd", *args]
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr[-2000:]
+    error = done.stderr.strip().splitlines()[-1]
+    assert "does not know micrograd's grade cells" in error and "generate_assignment micrograd" in error
+    assert "Traceback" not in done.stderr
+    with ClassGradebook(mine / "classgrade" / "gradebook-micrograd.db") as book:
+        first = list(book.stored())
+    students = sorted(p.name for p in (mine / "submitted").iterdir() if (p / "micrograd").is_dir())
+    assert len(first) == 1 and len(students) > 1
+    nbgrader(mine, "generate_assignment", "micrograd", "--force", env=env)
+    again = fast_path(mine, "micrograd", *args, env=env)
+    assert "1 submission(s) unchanged since they were graded: skipped" in " ".join(again.stderr.split())
+    assert f"wrote {len(students)} submission(s)" in " ".join(again.stdout.split())
+    with Gradebook(f"sqlite:///{mine / 'gradebook.db'}") as gb:
+        assert sorted(s.student.id for s in gb.assignment_submissions("micrograd")) == students
 
 
 def shown_outputs(html: str) -> dict[str, str]:

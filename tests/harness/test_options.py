@@ -536,7 +536,7 @@ def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypa
     any other failure stays the grader's own."""
     from grader.authoring import nbgrader_io
     from grader.authoring.jupyter import import_nbgrader
-    from grader.classgrade.nbgrader import write_course_grades
+    from grader.classgrade.nbgrader import CourseGrades
     from grader.options import UserError
 
     import_nbgrader()
@@ -552,16 +552,16 @@ def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypa
     def fail(*args: object) -> None:
         raise raised
 
-    monkeypatch.setattr(nbgrader_io, "write_class_grades", fail)
+    monkeypatch.setattr(nbgrader_io, "GradeWriter", fail)
     submitted = tmp_path / "submitted" / "s1" / "micrograd"
     submitted.mkdir(parents=True)
     (submitted / "micrograd.ipynb").write_text("{}")
     if error == "another":
         with pytest.raises(RuntimeError, match="disk on fire"):
-            write_course_grades(tmp_path, "micrograd", {"s1": Report("s1")})
+            CourseGrades(tmp_path, "micrograd").finish({"s1": Report("s1")})
         return
     with pytest.raises(UserError) as caught:
-        write_course_grades(tmp_path, "micrograd", {"s1": Report("s1")})
+        CourseGrades(tmp_path, "micrograd").add("s1", Report("s1"))
     message = str(caught.value)
     assert "\n" not in message and "does not know micrograd's grade cells" in message, message
     assert "nbgrader generate_assignment micrograd" in message
