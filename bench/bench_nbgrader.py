@@ -21,6 +21,12 @@ the class occupies; the target is at most 1.5x the floor) and its CPU time per s
 included: `timing.grade_cpu`). Their ratio is how fully the class kept the cores busy. Run
 it on an otherwise idle machine.
 
+Last, what the fast path costs apart from the cases: the same class graded on one case of each
+suite (`--only-cases`), in machine time per submission. The floor plus that is what the fast
+path would cost if each other case cost nothing beyond its own run; what remains, divided
+among the other cases, is each case's own overhead (the worker's message, the grader's checks
+of the live worker, its verdict).
+
 A backward() that never returns is found the same way on both paths: backward() is tried on
 a tiny graph before the cases, and when it hangs each case gets 10 ms of CPU (see
 `grader.sandbox.engine`); in a kernel, the picture cell's backward() also waits a second.
@@ -29,6 +35,7 @@ a tiny graph before the cases, and when it hangs each case gets 10 ms of CPU (se
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import sys
@@ -90,6 +97,27 @@ def measure_fast_path(course: Path, env: dict[str, str], assignment: str) -> tup
     return wall, cpu
 
 
+def suites_cases(assignment: str) -> list[str]:
+    """Every case id of the assignment's public and hidden suites, in order."""
+    from grader.case.define import collect
+    from grader.pipeline import SUITES_DIR
+
+    return [case.id for case in collect(SUITES_DIR, [assignment], ["public", "hidden"])]
+
+
+def measure_one_case_each(course: Path, env: dict[str, str], assignment: str) -> tuple[float, float]:
+    """The fast path on the same submissions graded on the first case of each suite only:
+    what grading a submission costs apart from its cases (its processes, sandbox, imports,
+    verdict and writes, the class's start and end shared among them)."""
+    ids = suites_cases(assignment)
+    first = [next(i for i in ids if ("hidden" in i) == hidden) for hidden in (False, True)]
+    only = [arg for case in first for arg in ("--only-cases", glob.escape(case))]
+    jobs = ["--jobs", env["BENCH_JOBS"]] if env.get("BENCH_JOBS") else []
+    argv = ["grade-class", "--nbgrader", str(course), assignment, "--force", *jobs, *only]
+    wall, cpu, _ = grade_cpu(argv, 1, env)
+    return wall, cpu
+
+
 #: name -> how to grade every submission of the course once (wall and CPU seconds)
 FIGURES: dict[str, Callable[[Path, dict[str, str], str], tuple[float, float]]] = {
     "nbgrader autograde": measure_autograde,
@@ -146,6 +174,15 @@ def main() -> int:
             print(
                 f"{fast}: {machine:.2f} s of machine time per submission (wall x {cores} cores), "
                 f"{machine / floor:.2f}x the floor; {cpu:.2f} s of CPU, {cpu / floor:.2f}x (target <= 1.5x)"
+            )
+            fresh_gradebook(course, env, args.assignment)
+            fixed = measure_one_case_each(course, env, args.assignment)[0] * cores / args.students
+            rest, others = machine - floor - fixed, len(suites_cases(args.assignment)) - 2
+            print(
+                f"of that: the cases alone {floor:.2f} s; a submission graded on one case of each suite "
+                f"{fixed:.2f} s (its processes, sandbox, imports, verdict and writes: the floor and "
+                f"this are {(floor + fixed) / floor:.2f}x the floor); the rest {rest:.2f} s, "
+                f"{1000 * rest / others:.1f} ms for each other case (its messages, checks and verdict)"
             )
         agree = scores[slow] == scores[fast] and len(scores[fast]) == args.students
         print(f"every exported score and timestamp agrees: {'yes' if agree else 'NO'}")
