@@ -102,9 +102,10 @@ def measure_autograde(course: Path, env: dict[str, str], assignment: str) -> tup
     return wall, cpu
 
 
-def measure_fast_path(course: Path, env: dict[str, str], assignment: str) -> tuple[float, float]:
+def measure_fast_path(course: Path, env: dict[str, str], assignment: str, *args: str) -> tuple[float, float]:
     jobs = ["--jobs", env["BENCH_JOBS"]] if env.get("BENCH_JOBS") else []  # else grade-class's own
-    wall, cpu, _ = grade_cpu(["grade-class", "--nbgrader", str(course), assignment, "--force", *jobs], 1, env)
+    argv = ["grade-class", "--nbgrader", str(course), assignment, "--force", *jobs, *args]
+    wall, cpu, _ = grade_cpu(argv, 1, env)
     return wall, cpu
 
 
@@ -123,10 +124,7 @@ def measure_one_case_each(course: Path, env: dict[str, str], assignment: str) ->
     ids = suites_cases(assignment)
     first = [next(i for i in ids if ("hidden" in i) == hidden) for hidden in (False, True)]
     only = [arg for case in first for arg in ("--only-cases", glob.escape(case))]
-    jobs = ["--jobs", env["BENCH_JOBS"]] if env.get("BENCH_JOBS") else []
-    argv = ["grade-class", "--nbgrader", str(course), assignment, "--force", *jobs, *only]
-    wall, cpu, _ = grade_cpu(argv, 1, env)
-    return wall, cpu
+    return measure_fast_path(course, env, assignment, *only)
 
 
 def main() -> int:
@@ -168,8 +166,9 @@ def main() -> int:
             before = cases_alone(args.assignment) if not args.hanging else 0.0
             wall, cpu = measure_fast_path(course, env, args.assignment)
             got = exported(course, env, "grade-class.csv")
-            wrong.update((key, (expected.get(key), got.get(key))) for key in expected.keys() | got.keys()
-                         if expected.get(key) != got.get(key))  # fmt: skip
+            for key in expected.keys() | got.keys():
+                if expected.get(key) != got.get(key):
+                    wrong[key] = (expected.get(key), got.get(key))
             if len(got) != n:
                 wrong["submissions exported"] = (n, len(got))
             one_case = after = 0.0

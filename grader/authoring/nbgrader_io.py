@@ -202,13 +202,15 @@ def write_grades(course: str | Path, assignment: str, student: str, results: Ite
     assignment, and their output in its autograded notebook, as `nbgrader autograde` would;
     the notebook is named after the assignment. A test cell the student deleted scores
     zero, as it does when autograding."""
-    write_class_grades(course, assignment, {student: list(results)})
+    with GradeWriter(course, assignment) as writer:
+        writer.add(student, results)
+        writer.commit()
 
 
 def import_nbgrader_meanwhile() -> None:
     """`import_nbgrader` in a thread, begun while a class is graded: the grading is in other
     processes, so the import is done by the time the grades are written. An import error
-    shows when `write_class_grades` imports again."""
+    shows when `GradeWriter` imports again."""
 
     def quietly() -> None:
         with contextlib.suppress(Exception):  # raised again, where it is used
@@ -233,19 +235,6 @@ def submitted_at(folder: Path) -> tuple[datetime | None, str | None]:
     except (ValueError, OverflowError):  # dateutil's ParserError is a ValueError
         shown = text if len(text) <= 40 else text[:40] + "..."
         return None, f"{path}: {shown!r} is not a date: graded with no submission time"
-
-
-def write_class_grades(
-    course: str | Path, assignment: str, results: dict[str, Iterable[CaseResult]]
-) -> list[str]:
-    """`write_grades` for many students (student -> results), in one gradebook session and
-    one commit. Returns what was wrong on the way (a timestamp that is not a date: see
-    `submitted_at`), one line each."""
-    with GradeWriter(course, assignment) as writer:
-        for student, found in results.items():
-            writer.add(student, found)
-        writer.commit()
-    return list(writer.problems.values())
 
 
 class GradeWriter:
