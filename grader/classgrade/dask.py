@@ -9,7 +9,7 @@ workers again (`KilledWorker`) or raises is recorded as an error with the reason
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from grader.classgrade.hashing import submission_files
@@ -44,7 +44,7 @@ class DaskBackend:
     address: object
     retries: int = 1
 
-    def run(self, jobs: list[Job]) -> Iterator[Finished]:
+    def run(self, jobs: Iterable[Job]) -> Iterator[Finished]:
         from distributed import Client, as_completed
 
         client = self.address if isinstance(self.address, Client) else Client(self.address)

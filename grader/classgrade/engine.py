@@ -2,14 +2,17 @@
 
 `grade_class` takes the submissions, hashes each, skips those the gradebook holds unchanged
 (unless `force`), runs the oracle once for the whole class (the expected answers do not
-depend on the student), makes one copy of the grader's worker modules that every sandbox
-binds read-only, and hands the rest to a backend: the local fork pool (all cores) or
-a Dask cluster. Each answer is scored here by `pipeline.grade` and written to the gradebook
-in one transaction as soon as it comes, so a kill loses only what was in flight.
+depend on the student), names the place of one copy of the grader's worker modules that
+every sandbox binds read-only (the first submission's process makes it), and hands the rest
+to a backend: the local fork pool (all cores) or a Dask cluster, which reads each
+submission's job as a slot frees up, so the first is graded while the others are unpacked.
+Each answer is scored here by `pipeline.grade` and written to the gradebook in one
+transaction as soon as it comes, so a kill loses only what was in flight.
 """
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
@@ -42,8 +45,9 @@ GRACE = 60.0
 
 
 class Backend(Protocol):
-    def run(self, jobs: list[Job]) -> Iterator[Finished]:
-        """Each job's `Finished` (value: an `Outcome`), in any order."""
+    def run(self, jobs: Iterable[Job]) -> Iterator[Finished]:
+        """Each job's `Finished` (value: an `Outcome`), in any order; `jobs` may be made
+        as they are read."""
         ...
 
 
@@ -62,10 +66,10 @@ class LocalBackend:
         if self.pool is None:
             self.pool = ForkPool(self.jobs, self.deadline)
 
-    def run(self, jobs: list[Job]) -> Iterator[Finished]:
+    def run(self, jobs: Iterable[Job]) -> Iterator[Finished]:
         self.start()
         assert self.pool is not None
-        yield from self.pool.run(sandbox_runs, [(job.student, job) for job in jobs])
+        yield from self.pool.run(sandbox_runs, ((job.student, job) for job in jobs))
 
 
 def in_shard(student: str, shard: tuple[int, int] | None) -> bool:
@@ -103,8 +107,12 @@ def grade_class(
     `cases` is one list for all, or a function of the submission (e.g. its assignments)."""
     limits = limits or Limits()
     backend = backend or LocalBackend(1, limits.budget + GRACE)
+    # bubblewrap's trial run (a sandbox started, a tenth of a second or more) waits meanwhile
+    trial = threading.Thread(target=strongest_isolation, args=(user is not None,), daemon=True)
+    trial.start()
     subs = sorted((s for s in submissions if in_shard(s.student, shard)), key=lambda s: s.student)
-    case_lists = {s.student: cases(s) if callable(cases) else list(cases) for s in subs}
+    one = None if callable(cases) else list(cases)
+    case_lists = {s.student: one if one is not None else cases(s) for s in subs}  # type: ignore[operator]
     everything = {c.id: c for group in case_lists.values() for c in group}
     oracle.prepare(everything.values())  # ONE oracle run (or cache read) for the whole class
     seen = book.stored()
@@ -126,30 +134,41 @@ def grade_class(
     if on_start:
         on_start(len(todo), len(result.skipped))
     secrets = default_secrets(oracle)
-    isolation = strongest_isolation(switch_user=user is not None)  # once, not per submission
+    trial.join()
+    isolation = strongest_isolation(switch_user=user is not None)  # found once, by the trial
     rules = used_by(oracle)
     with ExitStack() as stack:
         # one copy of the grader's worker modules for the whole class, if workers bind one
         copy = stack.enter_context(shared_grader(user)) if isolation == "bubblewrap" and todo else None
-        by_student, jobs = {}, []
-        for sub, digest, key in todo:
-            try:
-                directory = intake.prepare(Path(sub.path), stack)  # a student's zip, unpacked safely
-            except intake.IntakeError as exc:
-                report = refused(sub.path, case_lists[sub.student], str(exc), visibility)
-                _finish(book, result, sub, report, digest, key, None, on_done)
-                continue
-            by_student[sub.student] = (sub, directory, digest, key)
-            group = case_lists[sub.student]
-            refs = tuple(CaseRef.of(c) for c in group)
-            wanted = {case.id: oracle.expected(case).results for case in group}  # the oracle keeps each run
-            timing = yardstick(group, oracle)
-            needs = {case.id: tuple(sorted(rules(case))) for case in group}
-            job = Job(
-                sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation, needs, copy
-            )
-            jobs.append(job)
-        for finished in backend.run(jobs):
+        by_student: dict[str, tuple[Submission, Path, str, str]] = {}
+        shared: dict[int, tuple] = {}  # what a job takes of its case list, made once per list
+
+        def jobs() -> Iterator[Job]:
+            """Each submission's job, made as the backend asks for it: the first is graded
+            while the others are unpacked."""
+            for sub, digest, key in todo:
+                group = case_lists[sub.student]
+                try:
+                    directory = intake.prepare(Path(sub.path), stack)  # a student's zip, unpacked safely
+                except intake.IntakeError as exc:
+                    report = refused(sub.path, group, str(exc), visibility)
+                    _finish(book, result, sub, report, digest, key, None, on_done)
+                    continue
+                by_student[sub.student] = (sub, directory, digest, key)
+                if id(group) not in shared:
+                    shared[id(group)] = (
+                        tuple(CaseRef.of(c) for c in group),
+                        yardstick(group, oracle),
+                        {case.id: oracle.expected(case).results for case in group},
+                        {case.id: tuple(sorted(rules(case))) for case in group},
+                    )
+                refs, timing, wanted, needs = shared[id(group)]
+                yield Job(
+                    sub.student, directory, refs, timing, limits, secrets, user, wanted, isolation, needs,
+                    grader_copy=copy,
+                )  # fmt: skip
+
+        for finished in backend.run(jobs()):
             sub, directory, digest, key = by_student[finished.key]
             outcome: Outcome | None = finished.value
             group = case_lists[sub.student]

@@ -125,14 +125,15 @@ class ForkPool:
             multiprocessing.forkserver.ensure_running()
 
     def run(self, fn: Callable[[Any], Any], tasks: Iterable[tuple[str, Any]]) -> Iterator[Finished]:
-        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once."""
-        todo = list(tasks)[::-1]
+        """Yield each task's `Finished` as it comes (not in order); at most `jobs` at once.
+        `tasks` is read as slots free up: the first task runs while the next are being made."""
+        todo = iter(tasks)
         running: dict[Connection, tuple[str, Any, float]] = {}
         started: dict[str, float] = {}
 
         def start_some() -> None:
-            while todo and len(running) < self.jobs:
-                key, arg = todo.pop()
+            while len(running) < self.jobs and (task := next(todo, None)) is not None:
+                key, arg = task
                 receiver, sender = self.ctx.Pipe(duplex=False)
                 process = self.ctx.Process(target=_serve, args=(sender, fn, arg), daemon=True)
                 started[key] = time.monotonic()

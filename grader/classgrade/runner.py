@@ -57,8 +57,8 @@ class Job:
     #: each case's rules, as PyTorch's run says (`pipeline.used_by`): a case that uses one whose
     #: rule hung on the probe gets the short CPU budget, as `grader grade` gives it
     needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: the class's one copy of the grader's worker modules, on this machine (None: each
-    #: submission's run makes its own)
+    #: where the class's one copy of the grader's worker modules is, on this machine, made
+    #: by the first run that binds it (None: each submission's run makes its own)
     grader_copy: Path | None = None
 
 

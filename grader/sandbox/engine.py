@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -82,19 +84,38 @@ def strongest_isolation(switch_user: bool = False) -> str:
 
 @contextlib.contextmanager
 def shared_grader(user: str | None = None) -> Iterator[Path]:
-    """One copy of the grader's worker modules for many runs (a class's submissions), in a
-    run directory of its own that lasts as long as they do: bound read-only into every
-    bubblewrap worker (`SandboxEngine`'s `grader_copy`), it is the same for every student,
-    and no worker can change it. A run that makes its own copy writes some seventy files and
-    removes them again, and on ext4 a file made just after others were removed is slow to
-    make (the allocator passes over recently freed inodes): 20 copies of the reference graded
-    on micrograd's 11 cases of addition kept the machine busy 7.2 core-s with a copy per
-    submission, 6.1 with one for the class (five alternating runs of each). With `user`, the
-    workers' user may read it."""
+    """Where one copy of the grader's worker modules for many runs (a class's submissions)
+    goes, in a run directory of its own that lasts as long as they do: bound read-only into
+    every bubblewrap worker (`SandboxEngine`'s `grader_copy`), it is the same for every
+    student, and no worker can change it. A run that makes its own copy writes some seventy
+    files and removes them again, and on ext4 a file made just after others were removed is
+    slow to make (the allocator passes over recently freed inodes): 20 copies of the reference
+    graded on micrograd's 11 cases of addition kept the machine busy 7.2 core-s with a copy
+    per submission, 6.1 with one for the class (five alternating runs of each). The first run
+    that binds it makes it (`copy_once`): a class's submissions run in processes forked from
+    a fork server that has compiled the modules already, where the class run would compile
+    them again before its first submission could start (a quarter of a second). With
+    `user`, the workers' user may read it."""
     with scratch.run_directory() as tmp:
         if user is not None:
             os.chmod(tmp, 0o711)
-        yield copy_for_workers(tmp, other_user=user is not None)
+        yield tmp / "grader"
+
+
+def copy_once(copy: Path, other_user: bool) -> Path:
+    """`copy` (see `shared_grader`), made now if no run has made it yet: beside it, then
+    renamed into place, so that runs starting together never bind a copy half made."""
+    if copy.is_dir():
+        return copy
+    aside = Path(tempfile.mkdtemp(prefix="grader-copy-", dir=copy.parent))
+    try:
+        os.rename(copy_for_workers(aside, other_user), copy)
+    except OSError:
+        if not copy.is_dir():
+            raise  # not another run's copy in place first: a real failure
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+    return copy
 
 
 def copy_for_workers(folder: Path, other_user: bool) -> Path:
@@ -227,7 +248,11 @@ class SandboxEngine:
         with scratch.run_directory() as tmp, confine.undumpable():
             self.grader = None
             if self.isolation == "bubblewrap" and groups:  # one copy, bound read-only into each
-                self.grader = self.grader_copy or copy_for_workers(tmp, other_user=self.user is not None)
+                other_user = self.user is not None
+                if self.grader_copy is not None:
+                    self.grader = copy_once(self.grader_copy, other_user)
+                else:
+                    self.grader = copy_for_workers(tmp, other_user)
             roots: dict[str, tuple[Path, Path]] = {}
             try:
                 for (assignment, suite), group in groups.items():

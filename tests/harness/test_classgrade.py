@@ -314,6 +314,20 @@ def test_kill_9_then_resume(tmp_path, oracle_cache):
     assert all(_rows(db)[s][0] != after[s][0] for s in students)  # --force grades everyone again
 
 
+def test_the_pool_reads_each_task_as_a_slot_frees_up():
+    """A class's jobs are made as the pool asks for them: its first submission is graded
+    while the next are still being unpacked, not after all of them."""
+    made = []
+
+    def tasks():
+        for i in range(3):
+            made.append(i)
+            yield str(i), -i
+
+    seen = [(f.key, f.value, list(made)) for f in ForkPool(1, deadline=60.0, preload=[]).run(abs, tasks())]
+    assert seen == [("0", 0, [0, 1]), ("1", 1, [0, 1, 2]), ("2", 2, [0, 1, 2])]
+
+
 def test_a_crashing_or_overrunning_worker_is_an_error_with_its_reason(tmp_path, oracle):
     pool = ForkPool(2, deadline=2.0, preload=[])
     tasks = [  # builtins only, so that the forked process has nothing to import

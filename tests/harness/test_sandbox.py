@@ -9,8 +9,10 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,9 +31,9 @@ from grader.pipeline import Request, grade_submission, select_cases
 from grader.report.gradescope import gradescope
 from grader.report.markdown import markdown
 from grader.sandbox import Limits
-from grader.sandbox.engine import SandboxEngine
+from grader.sandbox.engine import SandboxEngine, copy_once
 from grader.sandbox.protocol import FrameReader, decode, parse_run, parse_tape
-from grader.sandbox.root import SandboxError, add_suite, build, precompile
+from grader.sandbox.root import GRADER, SandboxError, add_suite, build, precompile, worker_modules
 from grader.verdict import integrity
 from grader.verdict.compare import compare
 from grader.verdict.oracle import Oracle, run_from_plain, run_to_plain
@@ -210,6 +212,25 @@ def test_after_precompile_a_worker_s_world_compiles_nothing(tmp_path, monkeypatc
     add_suite(lib, SMALL, "hidden", "micrograd")
     assert (lib / "pyseccomp.py").is_file() and (lib / "__pycache__").is_dir()
     assert compiled == []
+
+
+def test_runs_starting_together_make_one_whole_copy_of_the_grader(tmp_path):
+    """A class's copy of the grader's worker modules is made by the first of its submissions'
+    runs that binds it: runs starting at once each get the whole copy, and nothing half made
+    is left beside it."""
+    place = tmp_path / "grader"
+    together = threading.Barrier(4)
+
+    def start() -> Path:
+        together.wait()
+        return copy_once(place, other_user=False)
+
+    with ThreadPoolExecutor(4) as pool:
+        copies = list(pool.map(lambda _: start(), range(4)))
+    assert copies == [place] * 4
+    assert [p.name for p in tmp_path.iterdir()] == ["grader"]
+    for module in worker_modules():
+        assert (place / module.relative_to(GRADER)).read_bytes() == module.read_bytes()
 
 
 def test_a_suite_that_imports_the_trusted_side_cannot_run(tmp_path, oracle):

@@ -17,7 +17,6 @@ operands explicitly (`broadcast_to`) to a common shape, as needle requires.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections.abc import Callable
@@ -369,6 +368,8 @@ def show(program: Program) -> str:
 
 def program_case(program: Program) -> Case:
     """A case made on the fly for one program (for hypothesis; worth no points)."""
+    import hashlib  # here, not in every sandbox worker's start: OpenSSL's is 4 ms to import
+
     digest = hashlib.sha256(program.describe().encode() + str(program.seed).encode()).hexdigest()[:12]
     return Case(
         assignment="needle",
