@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 # starts without paying for it.
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
+#: the exact types a result's shape and numbers may hold on the wire
+INTEGER, NUMBERS = frozenset({int}), frozenset({int, float})
 
 
 class MalformedResult(ValueError):
@@ -56,15 +58,17 @@ class Quantity:
         data, shape, dtype = obj["data"], obj["shape"], obj["dtype"]
         if type(data) is not list or type(shape) is not list or type(dtype) is not str:
             raise MalformedResult("data and shape must be lists and dtype a string")
-        if any(type(n) is not int or n < 0 for n in shape):
+        # exact types (a bool is no number here), checked with map and sets: the grader parses
+        # every result of every case, and per-number Python loops were a tenth of its time
+        if not set(map(type, shape)) <= INTEGER or min(shape, default=0) < 0:
             raise MalformedResult("shape must hold non-negative integers")
-        if any(type(x) not in (float, int) for x in data):
+        if not set(map(type, data)) <= NUMBERS:
             raise MalformedResult("data must hold plain numbers")
         if math.prod(shape) != len(data):
             raise MalformedResult(f"shape {tuple(shape)} does not fit {len(data)} numbers")
         if dtype not in FLOAT_DTYPES:
             raise MalformedResult(f"unexpected dtype {dtype!r}")
-        return cls(tuple(float(x) for x in data), tuple(shape), dtype)
+        return cls(tuple(map(float, data)), tuple(shape), dtype)
 
     def describe(self, limit: int = 6) -> str:
         """Short human form: a number for a scalar, a rounded array otherwise."""

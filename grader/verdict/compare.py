@@ -57,6 +57,8 @@ def close(expected: Quantity, actual: Quantity) -> str | None:
     number is out of tolerance."""
     if expected.shape != actual.shape:
         return "shape"
+    if expected.data == actual.data:
+        return None  # the very numbers (most of a correct submission's): nothing to weigh
     if len(expected.data) <= SMALL:
         return _close_small(expected, actual)
     return _close_arrays(expected, actual)
