@@ -59,7 +59,7 @@ class Quantity:
         if type(data) is not list or type(shape) is not list or type(dtype) is not str:
             raise MalformedResult("data and shape must be lists and dtype a string")
         # exact types (a bool is no number here), checked with map and sets: the grader parses
-        # every result of every case, and per-number Python loops were a tenth of its time
+        # every result of every case (12 numbers: 4.6 us with a Python loop per number, 3.5 so)
         if not set(map(type, shape)) <= INTEGER or min(shape, default=0) < 0:
             raise MalformedResult("shape must hold non-negative integers")
         if not set(map(type, data)) <= NUMBERS:

@@ -111,8 +111,8 @@ def grade_class(
     trial = threading.Thread(target=strongest_isolation, args=(user is not None,), daemon=True)
     trial.start()
     subs = sorted((s for s in submissions if in_shard(s.student, shard)), key=lambda s: s.student)
-    one = None if callable(cases) else list(cases)
-    case_lists = {s.student: one if one is not None else cases(s) for s in subs}  # type: ignore[operator]
+    choose = cases if callable(cases) else (lambda _sub, every=list(cases): every)  # one list, shared
+    case_lists = {s.student: choose(s) for s in subs}
     everything = {c.id: c for group in case_lists.values() for c in group}
     oracle.prepare(everything.values())  # ONE oracle run (or cache read) for the whole class
     seen = book.stored()
