@@ -165,7 +165,7 @@ def used_by(oracle: Oracle) -> Callable[[Case], set[str]]:
             expected = oracle.expected(case)
         except NeedsTorch:  # no expected run (a changed test without torch): not graded
             return set(case.needs)
-        if not expected.outputs and not any(step.op.endswith(".gradient") for step in expected.steps):
+        if not expected.outputs and not expected.runs_rules_alone():
             return set()
         return oracle.needs(case) | set(case_ops(expected, case.assignment))
 

@@ -329,6 +329,7 @@ class _State:
         search's program is passed over, and the search is skipped if nothing failed."""
         case = self.scoped.get(case.id, case)
         engine = self.engine(case.assignment)
+        expected: Run | None = None
         try:
             if isinstance(engine, SubmissionError):
                 actual = Run(fault=str(engine))
@@ -348,7 +349,7 @@ class _State:
                 sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
             # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
             failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
-            result = verdict(case, Run() if failed else self.expected(case), actual)
+            result = verdict(case, Run() if failed or expected is None else expected, actual)
         except NeedsTorch as exc:
             if graded:  # not the submission's fault: not scored, and said once in the score section
                 if properties is not None:

@@ -15,7 +15,6 @@ misleads only the message of a case that scores zero anyway. Names are bounded i
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import faulthandler
 import re
 import signal
@@ -156,7 +155,10 @@ def _signal_alarm(seconds: float, due: Due) -> Iterator[None]:
 
 
 def _raise_in(thread: int, exception: type[BaseException]) -> None:
-    """Have `exception` raised in `thread` at its next function call or loop iteration."""
+    """Have `exception` raised in `thread` at its next function call or loop iteration. (ctypes
+    is imported here: only where there are no signals, and a student's run starts sooner.)"""
+    import ctypes
+
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
 
 

@@ -71,6 +71,14 @@ class Run:
     #: on the oracle's run: the rules the case exercises (`grader.verdict.graph.case_ops`), kept
     #: with it so that a warm cache need not read the steps of a case that passed
     ops: list[str] | None = None
+    #: on the oracle's run: whether a step runs a rule alone (needle's `op_gradient`), kept
+    #: like `ops`: a case without an output runs no rule unless it does (`pipeline.used_by`)
+    rules_alone: bool | None = None
+
+    def runs_rules_alone(self) -> bool:
+        if self.rules_alone is None:
+            self.rules_alone = any(step.op.endswith(".gradient") for step in self.steps)
+        return self.rules_alone
 
 
 class Bounded(io.TextIOBase):

@@ -184,6 +184,7 @@ def run_to_plain(run: Run) -> dict[str, Any]:
         "seeds": run.seeds,
         "needs": run.needs,
         "ops": run.ops,
+        "rules_alone": run.runs_rules_alone() if "_detail" not in run.__dict__ else run.rules_alone,
     }
     if "_detail" in run.__dict__:  # a CachedRun, not decoded
         return {**plain, "detail": _detail_text(run.__dict__["_detail"])}
@@ -218,6 +219,7 @@ def run_from_plain(obj: dict[str, Any], detail: Detail | None = None) -> Run:
         seeds=[str(name) for name in obj["seeds"]],
         needs=[str(need) for need in obj["needs"]],
         ops=None if ops is None else [str(op) for op in ops],
+        rules_alone=obj.get("rules_alone"),
     )
 
 
@@ -331,6 +333,7 @@ class Oracle:
                 run = run_case(case, lib)
             self.seconds[case.id] = time.perf_counter() - started
             run.ops = case_ops(run, case.assignment)
+            run.runs_rules_alone()
             self._runs[case.id] = run
         return self._runs[case.id]
 

@@ -58,6 +58,10 @@ def test_the_order_is_that_of_the_case_then_by_op_and_value():
     assert first is product.raw and second._op == "*"  # the case's node, then the engine's own
     assert list(product.raw._prev) == [a.raw, b.raw]  # the order the case made them in
     assert (a.raw.grad, b.raw.grad) == (1.0, 1.0)  # d/da (b*a - a) = b - 1, d/db = a
+    flipped = 3 - a  # -a + 3: both inputs the engine's own, by op ('' before '*'), then value
+    lib.backward(flipped)
+    constant, negated = flipped.raw._prev
+    assert (constant._op, constant.data, negated._op) == ("", 3.0, "*")
 
 
 def test_a_set_changed_afterwards_iterates_as_a_set():

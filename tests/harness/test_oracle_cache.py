@@ -281,6 +281,27 @@ def test_whatever_a_step_may_hold_survives_the_cache_and_anything_else_is_refuse
             oracle._encode([refused])
 
 
+def test_whether_a_case_runs_a_rule_alone_is_known_without_its_detail(warm):
+    """A case without an output runs a rule only if it runs one alone (needle's `op_gradient`);
+    a student's run asks this of every case, so the answers say it: the forward-only cases of
+    a passing run read no detail. An answer written without it (an older cache) is decoded."""
+    made = Oracle(warm)
+    for case in cases():
+        plain = oracle.run_to_plain(made.expected(case))
+        assert plain["rules_alone"] is False  # micrograd has no op_gradient
+
+        def unread() -> str:
+            raise AssertionError("the detail was read")
+
+        assert oracle.run_from_plain(plain, unread).runs_rules_alone() is False
+        older = {k: v for k, v in plain.items() if k != "rules_alone"}
+        assert oracle.run_from_plain(older).runs_rules_alone() is False  # from its steps
+        gradient = json.loads(plain["detail"])
+        gradient["steps"][0]["op"] = "EWiseMul.gradient"
+        older["detail"] = json.dumps(gradient)
+        assert oracle.run_from_plain(older).runs_rules_alone() is True
+
+
 def test_shipped_answers_are_read_without_their_details_until_a_diagnosis_asks(tmp_path, warm, monkeypatch):
     """A bundle's answers keep each run's detail apart (`split_answers`): a student's run
     parses only the values it compares with; the first tape read loads the details, once,
