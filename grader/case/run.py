@@ -76,6 +76,7 @@ class Run:
     rules_alone: bool | None = None
 
     def runs_rules_alone(self) -> bool:
+        """`rules_alone`, found in the steps (and kept) where the run was not told it."""
         if self.rules_alone is None:
             self.rules_alone = any(step.op.endswith(".gradient") for step in self.steps)
         return self.rules_alone
