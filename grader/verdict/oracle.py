@@ -177,6 +177,7 @@ def run_to_plain(run: Run) -> dict[str, Any]:
     read from the cache whose detail nothing has read passes that string on as read: this
     function wrote it, and a deep case's tape is most of a release's answers. A step input
     `_encode` cannot take raises TypeError."""
+    undecoded = "_detail" in run.__dict__  # a CachedRun whose detail nothing has read
     plain = {
         "results": {k: _q(v) for k, v in run.results.items()},
         "names": [[i, n] for i, n in run.names.items()],
@@ -184,9 +185,9 @@ def run_to_plain(run: Run) -> dict[str, Any]:
         "seeds": run.seeds,
         "needs": run.needs,
         "ops": run.ops,
-        "rules_alone": run.runs_rules_alone() if "_detail" not in run.__dict__ else run.rules_alone,
+        "rules_alone": run.rules_alone if undecoded else run.runs_rules_alone(),
     }
-    if "_detail" in run.__dict__:  # a CachedRun, not decoded
+    if undecoded:
         return {**plain, "detail": _detail_text(run.__dict__["_detail"])}
     steps = [
         {"op": s.op, "inputs": _encode(s.inputs), "kwargs": _encode(list(s.kwargs.items())), "label": s.label}
