@@ -24,7 +24,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
@@ -34,7 +33,17 @@ from pathlib import Path
 from grader import __version__, options
 from grader.assignments import NAMES
 from grader.classgrade.cli import add_parsers as add_class_parsers
-from grader.options import Parser, UserError, keep_of, limits_of, oracle_of, scopes_of, suites_dir
+from grader.options import (
+    Parser,
+    UserError,
+    keep_of,
+    limits_of,
+    oracle_of,
+    scopes_of,
+    suites_dir,
+    writable,
+    writable_folder,
+)
 from grader.pipeline import REPO, Request, grade_submission, select_cases
 from grader.report.gradescope import gradescope, write_json, write_text
 from grader.report.markdown import markdown
@@ -43,26 +52,6 @@ from grader.report.terminal import print_report
 from grader.sandbox import Limits, SandboxError
 from grader.sandbox.engine import resolve_user
 from grader.verdict.oracle import CACHE_ENV, default_cache_dir
-
-
-def writable(path: str, option: str) -> None:
-    """`path` can be written (checked before grading, so the work is not lost after it)."""
-    target = Path(path)
-    if target.is_dir():
-        raise UserError(f"{option} {path}: is a directory")
-    parent = target.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent  # the writer creates the missing folders: they go here
-    if not parent.is_dir():
-        raise UserError(f"{option} {path}: {parent} is not a directory")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise UserError(f"{option} {path}: not writable")
-    try:  # as the writer will: a temporary file beside it, renamed
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from None
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -75,11 +64,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if path:
             writable(path, option)
     if args.pages:  # the directory may not exist yet: its nearest existing parent must take it
-        pages = Path(args.pages)
-        if pages.exists() and not pages.is_dir():
-            raise UserError(f"--pages {args.pages}: not a directory")
-        existing = next(p for p in (pages, *pages.parents) if p.exists())
-        writable(str(existing / "index.html"), "--pages")
+        writable_folder(args.pages, "--pages")
     oracle = oracle_of(args)
     suites = suites_dir(args.suites, args.suite)
     request = Request(
@@ -161,11 +146,11 @@ def cmd_release(args: argparse.Namespace) -> int:
     when it cannot be made as asked."""
     from grader.authoring.release import ReleaseError, release
 
+    writable_folder(args.out)
     try:
         made = release(Path(args.out), assignments=args.assignment, scopes=args.scope or [])
     except ReleaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     if made.leaks:
         for leak in made.leaks:
             print(leak, file=sys.stderr)
@@ -193,19 +178,24 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     for path in args.scope or []:  # checked against the suites by `build`
         scopes_of([path], suites)  # a bad file: one line, exit 2
         settings.scopes.append(Path(path).read_text())
+    if Path(args.out).suffix == ".zip":  # else `build` says what it must be
+        writable(args.out)
     try:
         out = build(Path(args.out), settings, suites, oracle=oracle_of(args))
     except BuildError as exc:
-        print(f"grader: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): upload it as the assignment's autograder")
     return 0
 
 
 def cmd_autograde(args: argparse.Namespace) -> int:
+    from grader.autograder import ROOT_ENV, default_root
     from grader.autograder import main as autograde
 
-    return autograde(Path(args.root) if args.root else None, Path(args.report) if args.report else None)
+    root = Path(args.root) if args.root else default_root()
+    if not root.is_dir():  # Gradescope's /autograder always is: a mistaken --root writes nothing
+        raise UserError(f"{root}: no such autograder folder (--root, else ${ROOT_ENV}, else /autograder)")
+    return autograde(root, Path(args.report) if args.report else None)
 
 
 def mutant_count(text: str) -> int | None:

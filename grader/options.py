@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -218,6 +219,45 @@ def scopes_of(files: list[str] | None, suites: Path) -> dict[str, Scope]:
         return resolve(files or [], suites, shipped=suites.resolve() == SUITES_DIR.resolve())
     except ScopeError as exc:
         raise UserError(str(exc)) from None
+
+
+def writable(path: str, option: str = "") -> None:
+    """`path` can be written (checked before the work, so that it is not lost after it).
+    `option`: the option that named it, said in the error (none for a positional argument)."""
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"{_named(option, path)}: is a directory")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UserError(f"{_named(option, path)}: not writable")
+    _can_write_in(target.parent, option, path)
+
+
+def writable_folder(path: str, option: str = "") -> None:
+    """`path` is a folder, or can be made one, that files can be written into."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{_named(option, path)}: not a directory")
+    _can_write_in(folder, option, path)
+
+
+def _named(option: str, path: str) -> str:
+    return f"{option} {path}" if option else path
+
+
+def _can_write_in(folder: Path, option: str, path: str) -> None:
+    """Files can be made in `folder`, or in the nearest folder that exists above it (the
+    writers create the missing ones there): tried as they write, a temporary file renamed."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"{_named(option, path)}: {existing} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".grader-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{_named(option, path)}: cannot write there ({exc.strerror or exc})") from None
 
 
 def keep_of(args: argparse.Namespace) -> Callable[[Case], bool] | None:

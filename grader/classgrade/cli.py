@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +22,16 @@ from grader import options
 from grader.assignments import NAMES
 from grader.case.define import Case
 from grader.classgrade.layout import Submission
-from grader.options import UserError, keep_of, limits_of, oracle_of, scopes_of, suites_dir
+from grader.options import (
+    UserError,
+    keep_of,
+    limits_of,
+    oracle_of,
+    scopes_of,
+    suites_dir,
+    writable,
+    writable_folder,
+)
 from grader.pipeline import Request, choose_assignments, select_cases
 from grader.report.model import Report
 from grader.verdict.oracle import Oracle
@@ -73,7 +81,7 @@ def long_lived_heap() -> Iterator[None]:
 def cmd_grade_class(args: argparse.Namespace) -> int:
     from grader.classgrade.engine import GRACE, LocalBackend, grade_class
     from grader.classgrade.exports import export_all
-    from grader.classgrade.gradebook import Gradebook
+    from grader.classgrade.gradebook import Gradebook, GradebookError
     from grader.classgrade.layout import LayoutError, discover
     from grader.classgrade.progress import ClassProgress, summary
     from grader.classgrade.runner import default_jobs
@@ -95,6 +103,20 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         raise UserError(f"--jobs {args.jobs}: a number of processes (0: one more than the cores)")
     suites = suites_dir(args.suites, args.suite)
     scopes = scopes_of(args.scope, suites)  # a bad file: one line, exit 2
+    writable_folder(str(out), "--out")
+    name = "gradebook"
+    if only:
+        name += "-" + "-".join(sorted(only))  # one gradebook per choice of assignments: see exports
+    if shard:
+        name += f"-shard{shard[0]}of{shard[1]}"
+    gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
+    if gradebook.exists():  # another program's database, or no database at all: said now
+        try:
+            Gradebook(gradebook).close()
+        except GradebookError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        writable(str(gradebook), "--gradebook")
     request = Request(
         suite=args.suite,
         only=only,
@@ -109,6 +131,10 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         from grader.classgrade.dask import DaskBackend
 
         backend = DaskBackend(args.dask)
+        try:
+            backend.start()
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--dask {args.dask}: cannot reach the scheduler ({exc})") from None
     else:
         backend = LocalBackend(jobs, limits.budget + GRACE)
         backend.start()  # its fork server warms up while the submissions are found
@@ -120,12 +146,6 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         assignment = args.nbgrader_assignment
         submissions = [s for s in submissions if (root / "submitted" / s.student / assignment).is_dir()]
     oracle = oracle_of(args)
-    name = "gradebook"
-    if only:
-        name += "-" + "-".join(sorted(only))  # one gradebook per choice of assignments: see exports
-    if shard:
-        name += f"-shard{shard[0]}of{shard[1]}"
-    gradebook = Path(args.gradebook) if args.gradebook else out / f"{name}.db"
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         stack.enter_context(long_lived_heap())
@@ -161,9 +181,13 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
         with Gradebook(gradebook) as book:
             reports = dict(book.reports())  # decoded once: the summary and every export render them
             Console().print(summary(book, reports, run, seconds, jobs))
-            others = [
-                Gradebook(p) for p in sorted(out.glob("gradebook*.db")) if p.resolve() != gradebook.resolve()
-            ]
+            others = []
+            for path in sorted(out.glob("gradebook*.db")):
+                if path.resolve() != gradebook.resolve():
+                    try:
+                        others.append(Gradebook(path))
+                    except GradebookError:  # not one of ours (nbgrader's, when OUT is its course)
+                        continue
             try:  # every assignment graded into OUT, by this run or another, is exported
                 written = export_all([book, *others], out, args.hidden_visibility, reports)
             finally:
@@ -181,11 +205,11 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from grader.classgrade.gradebook import merge
+    from grader.classgrade.gradebook import GradebookError, merge
 
     try:
         students, rows = merge(args.out, args.shards)
-    except (FileNotFoundError, sqlite3.DatabaseError) as exc:
+    except GradebookError as exc:
         raise UserError(str(exc)) from None
     print(f"{args.out}: {students} students, {rows} case results")
     return 0

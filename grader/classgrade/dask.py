@@ -10,7 +10,8 @@ workers again (`KilledWorker`) or raises is recorded as an error with the reason
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from grader.classgrade.hashing import submission_files
 from grader.classgrade.pool import Finished
@@ -43,11 +44,22 @@ class DaskBackend:
 
     address: object
     retries: int = 1
+    client: Any = field(default=None, init=False, repr=False)
+
+    def start(self) -> None:
+        """Reach the scheduler now, before the class is read: a malformed address raises
+        ValueError, an unreachable one OSError (after Dask's connect timeout), at once rather
+        than after the submissions were found."""
+        if self.client is None:
+            from distributed import Client
+
+            self.client = self.address if isinstance(self.address, Client) else Client(self.address)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[Finished]:
-        from distributed import Client, as_completed
+        from distributed import as_completed
 
-        client = self.address if isinstance(self.address, Client) else Client(self.address)
+        self.start()
+        client = self.client
         try:
             futures = {}
             for job in jobs:
@@ -69,3 +81,4 @@ class DaskBackend:
         finally:
             if client is not self.address:
                 client.close()
+                self.client = None

@@ -74,18 +74,41 @@ class Stored:
     state: str
 
 
+class GradebookError(Exception):
+    """A file that cannot be a class gradebook, named in one line: not a database, one that
+    cannot be opened, or another program's database (which is never written into)."""
+
+
 class Gradebook:
     """One SQLite file; written by one process (the class run's), read by anyone."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = FULL")
-        self.db.executescript(SCHEMA)
-        upgrade(self.db)
+        if self.path.is_dir():
+            raise GradebookError(f"gradebook {self.path}: is a directory")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise GradebookError(f"gradebook {self.path}: cannot open it ({exc})") from None
+        try:
+            foreign = _foreign_tables(self.db)
+            if foreign:
+                raise GradebookError(
+                    f"gradebook {self.path}: another program's database (its tables: "
+                    f"{', '.join(foreign)}), not a class gradebook"
+                )
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
+            self.db.executescript(SCHEMA)
+            upgrade(self.db)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise GradebookError(f"gradebook {self.path}: cannot use it ({exc})") from None
+        except GradebookError:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -193,6 +216,16 @@ class Gradebook:
         return subs, rows
 
 
+def _foreign_tables(db: sqlite3.Connection) -> list[str]:
+    """The tables of a database that is not a class gradebook (none for an empty one or a
+    gradebook): a gradebook's `submissions` has the column `cases_key`."""
+    tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    if not tables:
+        return []
+    columns = {row[1] for row in db.execute("PRAGMA table_info(submissions)")}
+    return [] if "cases_key" in columns else sorted(tables)
+
+
 def upgrade(db: sqlite3.Connection) -> None:
     """Bring a gradebook written by an older version up to this schema, in place: a column
     added since is added with its default, so old grades stay and still read."""
@@ -205,12 +238,13 @@ def merge(out: str | Path, shards: Iterable[str | Path]) -> tuple[int, int]:
     """Combine shard gradebooks into `out` (which may hold grades already). A student in
     several takes the latest grading; every student's rows move in one transaction.
     Returns (students, result rows) in `out`."""
+    paths = [Path(shard) for shard in shards]
+    for path in paths:  # every shard is checked before anything is written
+        if not path.is_file():
+            raise GradebookError(f"{path}: no such gradebook")
+        Gradebook(path).close()  # a shard written by an older version gains the new columns
     with Gradebook(out) as book:
-        for shard in shards:
-            path = Path(shard)
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: no such gradebook")
-            Gradebook(path).close()  # a shard written by an older version gains the new columns
+        for path in paths:
             book.db.execute("ATTACH DATABASE ? AS shard", (str(path),))
             try:
                 with book.transaction() as db:
@@ -230,6 +264,8 @@ def merge(out: str | Path, shards: Iterable[str | Path]) -> tuple[int, int]:
                         "FROM shard.results WHERE student IN (SELECT student FROM incoming)"
                     )
                     db.execute("DROP TABLE temp.incoming")
+            except sqlite3.DatabaseError as exc:  # its rows stay out: the transaction is undone
+                raise GradebookError(f"{path}: cannot merge it ({exc})") from None
             finally:
                 book.db.execute("DETACH DATABASE shard")
         return book.counts()

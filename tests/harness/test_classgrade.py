@@ -27,7 +27,7 @@ import tempfile
 import time
 import zipfile
 from collections import defaultdict
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from functools import partial
 from pathlib import Path
 
@@ -506,9 +506,16 @@ def test_user_mistakes_exit_2(tmp_path):
 
 def test_each_assignment_graded_into_one_folder_stays_in_its_exports(tmp_path, oracle_cache):
     """A class graded for micrograd, then for needle, into the same folder: every export
-    (grades.csv, cases.csv, results/, pages/) holds both, each as its last run graded it."""
+    (grades.csv, cases.csv, results/, pages/) holds both, each as its last run graded it.
+    Another program's `gradebook.db` there (nbgrader's, when OUT is its course) is neither
+    exported nor written into."""
     students = make_class(tmp_path / "class", 3, only=["reference", "bug-tanh-no-square", "template"])
     out = tmp_path / "out"
+    out.mkdir()
+    nbgrader_like = out / "gradebook.db"
+    with closing(sqlite3.connect(nbgrader_like)) as db:
+        db.executescript("CREATE TABLE student (id TEXT); CREATE TABLE grade (score REAL);")
+    tables = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
     picked = {"micrograd": "micrograd/test_accumulation::*", "needle": "needle/test_matmul::*"}
 
     def grade_class_for(assignment: str, *more: str) -> None:
@@ -542,3 +549,5 @@ def test_each_assignment_graded_into_one_folder_stays_in_its_exports(tmp_path, o
     with (out / "grades.csv").open() as fh:
         again = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(fh)}
     assert again == rows
+    with closing(sqlite3.connect(nbgrader_like)) as db:
+        assert db.execute(tables).fetchall() == [("grade",), ("student",)]

@@ -7,6 +7,7 @@ Submissions are built in tmp_path from reference/ copies.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import shutil
@@ -499,6 +500,125 @@ def test_every_grading_command_checks_its_options_alike(tmp_path, capsys, monkey
     assert status == 2
     assert len(err.strip().splitlines()) == 1, err
     assert words.replace("{tmp}", str(tmp_path)) in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["release", "{tmp}/notes.txt"], "{tmp}/notes.txt: not a directory"),
+        (["release", "{tmp}/notes.txt/bundle"], "{tmp}/notes.txt/bundle: {tmp}/notes.txt is not a directory"),
+        (["gradescope", "{tmp}/folder.zip"], "{tmp}/folder.zip: is a directory"),
+        (["gradescope", "{tmp}/notes.txt/a.zip"], "{tmp}/notes.txt/a.zip: {tmp}/notes.txt is not a"),
+        (["autograde", "--root", "{tmp}/nowhere"], "{tmp}/nowhere: no such autograder folder"),
+        (["autograde", "--root", "{tmp}/notes.txt"], "{tmp}/notes.txt: no such autograder folder"),
+    ],
+)
+def test_every_command_checks_where_it_writes_before_working(tmp_path, capsys, monkeypatch, argv, words):
+    """A place that cannot be written is one line and exit 2 before the bundle or the zip is
+    built (a minute's work), and an autograder root that is not there gets nothing written."""
+    from grader import autograder, cli
+    from grader.authoring import gradescope_zip, release
+
+    monkeypatch.setattr(release, "release", lambda *a, **k: pytest.fail("released"))
+    monkeypatch.setattr(gradescope_zip, "build", lambda *a, **k: pytest.fail("built"))
+    monkeypatch.setattr(autograder, "main", lambda *a, **k: pytest.fail("graded"))
+    (tmp_path / "notes.txt").write_text("")
+    (tmp_path / "folder.zip").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    assert cli.main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"grader: error: {words.replace('{tmp}', str(tmp_path))}"), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _tables(path: Path) -> list[str]:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--out", "{tmp}/notes.txt"], "--out {tmp}/notes.txt: not a directory"),
+        (["--out", "{tmp}/notes.txt/grades"], "--out {tmp}/notes.txt/grades: {tmp}/notes.txt is not a"),
+        (["--gradebook", "{tmp}"], "gradebook {tmp}: is a directory"),
+        (["--gradebook", "{tmp}/notes.txt"], "gradebook {tmp}/notes.txt: cannot use it (file is not a"),
+        (["--gradebook", "{tmp}/notes.txt/g.db"], "--gradebook {tmp}/notes.txt/g.db: {tmp}/notes.txt is"),
+        (
+            ["--gradebook", "{tmp}/course.db"],
+            "gradebook {tmp}/course.db: another program's database (its tables: grade, student)",
+        ),
+        (["--dask", "nowhere"], "--dask nowhere: cannot reach the scheduler"),
+        (["--dask", "tcp://127.0.0.1:{port}"], "--dask tcp://127.0.0.1:{port}: cannot reach the scheduler"),
+    ],
+)
+def test_grade_class_checks_where_it_writes_and_runs_first(tmp_path, capsys, monkeypatch, args, words):
+    """An output folder or gradebook that cannot be written, or a Dask scheduler that cannot be
+    reached, is one line and exit 2 before any submission is read; another program's SQLite
+    database given as the gradebook (say nbgrader's) is refused and left as it was."""
+    import sqlite3
+
+    import dask
+    import distributed  # noqa: F401 (its config defaults, set before the test changes one)
+
+    from grader import cli
+    from grader.classgrade import layout
+
+    monkeypatch.setattr(layout, "discover", lambda *a, **k: pytest.fail("graded"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    with contextlib.closing(sqlite3.connect(tmp_path / "course.db")) as db:
+        db.executescript("CREATE TABLE student (id TEXT); CREATE TABLE grade (score REAL);")
+    port = str(_closed_port())
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{port}", port) for a in args]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        status = cli.main(["grade-class", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert words.replace("{tmp}", str(tmp_path)).replace("{port}", port) in err, err
+    assert _tables(tmp_path / "course.db") == ["grade", "student"]
+    assert not (tmp_path / "class-grades").exists()
+
+
+def test_merge_refuses_what_is_not_a_gradebook_before_writing(tmp_path, capsys):
+    """Every shard is checked before the merged gradebook is made; a shard that is another
+    program's database, or no database, is named in one line and left as it was."""
+    import sqlite3
+
+    from grader import cli
+    from grader.classgrade.gradebook import Gradebook
+
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    with contextlib.closing(sqlite3.connect(tmp_path / "course.db")) as db:
+        db.executescript("CREATE TABLE student (id TEXT);")
+    out = tmp_path / "merged.db"
+    for shard, words in [
+        ("nowhere.db", "nowhere.db: no such gradebook"),
+        ("notes.txt", "notes.txt: cannot use it (file is not a database)"),
+        ("course.db", "course.db: another program's database (its tables: student)"),
+    ]:
+        assert cli.main(["merge", str(out), str(tmp_path / shard)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err, err
+        assert not out.exists()
+    assert _tables(tmp_path / "course.db") == ["student"]
+    Gradebook(tmp_path / "shard.db").close()  # an empty gradebook: merged into course.db, refused
+    assert cli.main(["merge", str(tmp_path / "course.db"), str(tmp_path / "shard.db")]) == 2
+    assert "another program's database" in capsys.readouterr().err
+    assert _tables(tmp_path / "course.db") == ["student"]
 
 
 @pytest.mark.parametrize("command", ["grade", "grade-class", "gradescope", "check"])
