@@ -44,6 +44,8 @@ from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, plac
 
 #: how many folders down a package is looked for
 MAX_DEPTH = 4
+#: how many of the places found are named when there are too many (the message stays one line)
+SHOWN = 5
 #: folders never searched: tools' and operating systems' debris, environments, copies
 #: and `grader`: a student's repository made by `grader release` holds the grader's own package,
 #: whose assignments/ folders are named like the packages a student writes
@@ -136,7 +138,10 @@ def locate(directory: str | Path, package: str, markers: tuple[str, ...] = ()) -
         if len(hits) == 1:
             return Found(root, hits[0])
         if hits:
-            listed = ", ".join(h.relative_to(root).as_posix() for h in hits)
+            names = [h.relative_to(root).as_posix() for h in hits]
+            listed = ", ".join(names[:SHOWN])
+            if len(names) > SHOWN:
+                listed += f" and {len(names) - SHOWN} more"
             raise SubmissionError(f"more than one {package} in {root}: {listed}; hand in one")
     raise SubmissionError(not_found(root, package, markers))
 

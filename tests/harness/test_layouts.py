@@ -162,6 +162,18 @@ def test_two_packages_as_shallow_is_a_clear_error(tmp_path):
         locate(tmp_path, "micrograd", ("engine.py",))
 
 
+def test_many_packages_as_shallow_are_counted_not_all_named(tmp_path):
+    """A folder of a whole class given as one submission: the message stays one short line."""
+    for student in range(40):
+        (tmp_path / f"s{student:02}" / "micrograd").mkdir(parents=True)
+        (tmp_path / f"s{student:02}" / "micrograd" / "engine.py").write_text("")
+    with pytest.raises(SubmissionError) as raised:
+        locate(tmp_path, "micrograd", ("engine.py",))
+    message = str(raised.value)
+    assert "s00/micrograd, s01/micrograd, s02/micrograd, s03/micrograd, s04/micrograd and 35 more" in message
+    assert len(message) < 300, message
+
+
 def test_debris_and_tests_folders_are_not_packages(tmp_path):
     copy("micrograd", tmp_path / "__MACOSX" / "micrograd")
     (tmp_path / "tests" / "micrograd").mkdir(parents=True)
