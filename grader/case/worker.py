@@ -8,7 +8,8 @@ FD. Everything it sends is untrusted by the grader, which parses it strictly.
 
 One worker serves one assignment. It sets itself up once (its user, its limits, these
 modules and the assignment's adapter imported) and then runs each *phase* the grader sends
-on its stdin (one suite's cases: the public ones, then the hidden ones) in a child forked
+on its stdin (one suite's cases: the public ones, then the hidden ones; the worker moves that
+pipe off descriptor 0 first, and the submission's stdin is /dev/null) in a child forked
 from it, one phase at a time: each phase starts from the same clean state, as a fresh
 process would, for the cost of a fork instead of an interpreter's start. The worker itself
 runs no student code and cannot be reached by it: the child installs the seccomp filter (no
@@ -21,7 +22,7 @@ counts everywhere).
 
 A phase's messages, in order: `collected` (before any student code runs; it also says
 whether the seccomp filter is in force), then `ready` or `load_error`, then one `run` per
-case id. After `ready` and after each `run` the child waits for a byte on stdin: the grader
+case id. After `ready` and after each `run` the child waits for a byte on that pipe: the grader
 checks the live child (its memory map) before it accepts a result and lets it go on.
 
 A `run` holds the case's named results but not its tape (every node's value and gradient):
@@ -106,10 +107,12 @@ def become(user: list[int] | None) -> None:
 
 
 class Channel:
-    """The pipe to the grader: whole frames, written in full."""
+    """The pipes to the grader: whole frames written in full to `fd`; its go-aheads read
+    from `control` (see `take_control`)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, control: int) -> None:
         self.fd = fd
+        self.control = control
 
     def send(self, obj: dict[str, Any]) -> None:
         data = memoryview(encode(obj))
@@ -119,23 +122,36 @@ class Channel:
     def wait(self) -> bytes:
         """Until the grader has checked this process (alive, no torch mapped) and says go on
         (or, after a run, asks for its tape): the byte it sent."""
-        byte = os.read(0, 1)
+        byte = os.read(self.control, 1)
         if not byte:
             os._exit(0)
         return byte
 
 
+def take_control() -> int:
+    """The grader's phases and go-aheads arrive on stdin: moved to another descriptor, and
+    stdin becomes /dev/null. A submission that asks for input (`input()` left in a rule) then
+    meets end of file at once, an EOFError its cases report, instead of waiting, case after
+    case, on the grader's own pipe until each case's time is up."""
+    control = os.dup(0)
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, 0)
+    os.close(empty)
+    return control
+
+
 def main(argv: list[str]) -> None:
     """The worker: its own process, set up once, then one forked child per phase."""
     lib, fd, job = Path(argv[0]), int(argv[1]), json.loads(argv[2])
+    control = take_control()
     become(job.get("user"))
     set_limits(job["memory_mib"], job["file_mib"])
     hang.listen()  # the stacks, when the grader asks where a case is stuck
     assignments.get(job["assignment"])  # its adapter (and numpy, if it needs it) imported once
-    channel = Channel(fd)
+    channel = Channel(fd, control)
     dumpable = _prctl(PR_GET_DUMPABLE)
     _prctl(PR_SET_DUMPABLE, 0)
-    while (phase := read_phase()) is not None:
+    while (phase := read_phase(control)) is not None:
         child = 0 if phase.get("last") else os.fork()  # the last phase: this process runs it
         if child == 0:
             status = 1
@@ -144,7 +160,7 @@ def main(argv: list[str]) -> None:
                     _prctl(PR_SET_DUMPABLE, dumpable)  # the child is as the worker was
                 die_with_parent()
                 both = {**job, **phase}
-                serve(fd, both, collected(lib, both["assignment"], both["suite"]))
+                serve(channel, both, collected(lib, both["assignment"], both["suite"]))
             except BaseException as exc:
                 status = exit_status(exc)
             finally:
@@ -173,19 +189,19 @@ def exit_status(exc: BaseException) -> int:
     return (code or 0) & 0xFF
 
 
-def read_phase() -> dict[str, Any] | None:
-    """The grader's next phase (a framed JSON object on stdin), or None: no more."""
-    header = _read_exactly(HEADER.size)
+def read_phase(control: int) -> dict[str, Any] | None:
+    """The grader's next phase (a framed JSON object on `control`), or None: no more."""
+    header = _read_exactly(control, HEADER.size)
     if header is None:
         return None
-    data = _read_exactly(HEADER.unpack(header)[0])
+    data = _read_exactly(control, HEADER.unpack(header)[0])
     return None if data is None else json.loads(data)
 
 
-def _read_exactly(size: int) -> bytes | None:
+def _read_exactly(control: int, size: int) -> bytes | None:
     data = b""
     while len(data) < size:
-        chunk = os.read(0, size - len(data))
+        chunk = os.read(control, size - len(data))
         if not chunk:
             return None
         data += chunk
@@ -197,10 +213,9 @@ def collected(lib: Path, assignment: str, suite: str) -> dict[str, Any]:
     return {c.id: c for c in collect(lib / "suites", [assignment], [suite])}
 
 
-def serve(fd: int, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
+def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoReturn:
     """Everything after collecting, in the process that then runs the submission (already its
     user, within its limits): the filter, the submission's import, the cases, then exit."""
-    channel = Channel(fd)
     name, ids = job["assignment"], job["ids"]
     filtered = seccomp.install()  # from here on: no new processes, no signals but to itself
     channel.send({"kind": "collected", "missing": [i for i in ids if i not in cases], "seccomp": filtered})
