@@ -14,6 +14,13 @@ from grader.case.quantity import Quantity
 from grader.case.trace import Step
 
 MAX_TEXT = 2000
+#: (exception type, its message) -> what a student left in the code, where the exception's
+#: own words do not say it: a prompt or a debugger stop that nothing answers while grading
+LEFT_IN = {
+    ("EOFError", "EOF when reading a line"): "input() left in the code gets no answer while grading",
+    ("BdbQuit", ""): "a debugger stop (breakpoint(), pdb.set_trace()) left in the code is not answered "
+    "while grading",
+}
 #: the characters of what a case printed that are kept (within a wire message's bound)
 OUTPUT_KEPT = 3900
 
@@ -124,6 +131,9 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
                 rule = where
         tb = tb.tb_next
     message = str(exc)
+    left_in = LEFT_IN.get((type(exc).__name__, message))
+    if left_in is not None:
+        message = f"{message}: {left_in}" if message else left_in
     if len(message) > MAX_TEXT:
         message = message[:MAX_TEXT] + " ..."
     if rule is not None and rule != where:

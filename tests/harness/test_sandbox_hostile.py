@@ -40,7 +40,17 @@ EXPECTED = {
     "os_exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 0"),
     "exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 3 during the case"),
     "os_exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 7 during the case"),
-    "input_in_backward": ("public", PUBLIC_BACKWARD, "EOFError in backward (__init__.py, line 11)"),
+    # the debugger stops on the line after breakpoint()
+    "breakpoint_in_backward": (
+        "public",
+        PUBLIC_BACKWARD,
+        "BdbQuit in backward (__init__.py, line 11): a debugger stop (breakpoint(), pdb.set_trace()) left",
+    ),
+    "input_in_backward": (
+        "public",
+        PUBLIC_BACKWARD,
+        "EOFError in backward (__init__.py, line 11): EOF when reading a line: input() left in the code",
+    ),
     "loop_at_import": ("all", ALL, "importing micrograd failed: timed out after 0.5 s"),
     # found by the probe: each case then has a short CPU budget (see test_hang.py)
     "loop_in_backward": ("public", PUBLIC_BACKWARD, "of CPU in backward (__init__.py, line"),
