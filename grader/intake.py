@@ -6,21 +6,38 @@ refuses what could harm the grader's machine: a member whose path leaves the arc
 an absolute path, a drive), a symbolic link, more than MAX_MEMBERS members, more than
 MAX_BYTES unpacked (counted as written, not as the archive claims). The macOS debris
 (`__MACOSX/`, `._*`) is left out.
+
+An assignment's files handed in loose, without their folder (`engine.py` and `nn.py`
+dropped into Gradescope's upload, or zipped on their own), are graded as that folder: where
+the submission has no package of the assignment's name, the shallowest folder holding its
+marker file (micrograd's `engine.py`, needle's `autograd.py`) becomes the package, in a
+temporary directory beside the packages the submission does have.
 """
 
 from __future__ import annotations
 
+import shutil
 import stat
 import tempfile
 import zipfile
 from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 
-from grader.case.loading import present_packages
+from grader.assignments import NAMES, markers
+from grader.case.loading import (
+    SKIPPED,
+    AmbiguousPackage,
+    SubmissionError,
+    locate_assignment,
+    present_packages,
+    walk,
+)
 
 MAX_MEMBERS = 5000
 MAX_BYTES = 256 << 20
 CHUNK = 1 << 16
+#: how far down loose files are looked for: an upload's top, a zip's folder, a zip's folder's folder
+LOOSE_DEPTH = 2
 
 
 class IntakeError(Exception):
@@ -28,22 +45,105 @@ class IntakeError(Exception):
 
 
 def prepare(submission: Path, stack: ExitStack) -> Path:
-    """The directory to grade; a temporary one (removed with `stack`) when zips were unpacked."""
+    """The directory to grade; a temporary one (removed with `stack`) when zips were unpacked
+    or loose files gathered into their package."""
     if submission.is_file():
         if not zipfile.is_zipfile(submission):
             raise IntakeError(f"{submission} is neither a directory nor a .zip archive")
-        dest = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grader-unzipped-")))
+        dest = _temporary(stack, "grader-unzipped-")
         unpack(submission, dest)
-        return dest
-    if not submission.is_dir() or present_packages(submission):
+        return gathered(dest, stack)
+    if not submission.is_dir():
         return submission
+    present = present_packages(submission)
+    if present:
+        return gathered(submission, stack, present)
     archives = sorted(p for p in submission.glob("*.zip") if p.is_file() and not p.is_symlink())
     if not archives:
-        return submission
-    dest = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grader-unzipped-")))
+        return gathered(submission, stack, present)
+    dest = _temporary(stack, "grader-unzipped-")
     for archive in archives:
         unpack(archive, dest / archive.stem)
+    return gathered(dest, stack)
+
+
+def _temporary(stack: ExitStack, prefix: str) -> Path:
+    return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+
+
+def gathered(directory: Path, stack: ExitStack, present: list[str] | None = None) -> Path:
+    """`directory`, or a temporary directory in which an assignment handed in loose is its
+    package: each assignment with no package in `directory` (`present`: those it has) whose
+    files lie loose (`loose_folder`) gets them (its Python files and Python folders) as
+    `<assignment>/`; the packages found, and the modules at the top, come along as they are."""
+    have = present_packages(directory) if present is None else present
+    loose = {}
+    for name in NAMES:
+        if name in have:
+            continue
+        try:
+            locate_assignment(directory, name)
+        except AmbiguousPackage:
+            continue  # two as shallow: the student's to settle, as the message says
+        except SubmissionError:
+            folder = loose_folder(directory, name)
+            if folder is not None:
+                loose[name] = folder
+    if not loose:
+        return directory
+    dest = _temporary(stack, "grader-gathered-")
+    for name in have:
+        found = locate_assignment(directory, name).path
+        _copy(found, dest / found.relative_to(directory))
+    for module in _python_files(directory):  # stand-ins a package imports from the top
+        _copy(module, dest / module.name)
+    for name, folder in loose.items():
+        (dest / name).mkdir()
+        for entry in [*_python_files(folder), *_python_folders(folder)]:
+            _copy(entry, dest / name / entry.name)
     return dest
+
+
+def loose_folder(directory: Path, name: str) -> Path | None:
+    """The shallowest folder, at most LOOSE_DEPTH down, holding the assignment's marker file
+    (micrograd's engine.py, needle's autograd.py), if only one is that shallow: the files of
+    an upload, of a zip of them, or of a zip of their folder."""
+    wanted = markers(name)
+    found: list[Path] = []
+    shallowest = LOOSE_DEPTH
+    for depth, folder in walk(directory, LOOSE_DEPTH):
+        if depth > shallowest:
+            break
+        if any((folder / m).is_file() and not (folder / m).is_symlink() for m in wanted):
+            found.append(folder)
+            shallowest = depth
+    return found[0] if len(found) == 1 else None
+
+
+def _python_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.py") if p.is_file() and not p.is_symlink())
+
+
+def _python_folders(folder: Path) -> list[Path]:
+    """Subpackages (needle's ops/ as a folder): real folders with Python files at their top."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_dir() and not p.is_symlink() and not _never_searched("", [p.name]) and _python_files(p)
+    )
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True, ignore=_never_searched)
+    else:
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _never_searched(folder: str, names: list[str]) -> set[str]:
+    """What a copy leaves out: what `locate` never searches (.git/, __pycache__/, a venv)."""
+    return {n for n in names if n.startswith(".") or n in SKIPPED}
 
 
 def _member_parts(name: str) -> tuple[str, ...] | None:

@@ -59,6 +59,10 @@ class SubmissionError(Exception):
     """The submission cannot be loaded: a missing package, a syntax error, a failing import."""
 
 
+class AmbiguousPackage(SubmissionError):
+    """More than one folder of the package's name, as shallow: which to grade is not guessed."""
+
+
 class MissingModule(SubmissionError):
     """A module some cases need is missing or cannot be imported; those cases score zero."""
 
@@ -142,7 +146,7 @@ def locate(directory: str | Path, package: str, markers: tuple[str, ...] = ()) -
             listed = ", ".join(names[:SHOWN])
             if len(names) > SHOWN:
                 listed += f" and {len(names) - SHOWN} more"
-            raise SubmissionError(f"more than one {package} in {root}: {listed}; hand in one")
+            raise AmbiguousPackage(f"more than one {package} in {root}: {listed}; hand in one")
     raise SubmissionError(not_found(root, package, markers))
 
 

@@ -183,14 +183,36 @@ def test_debris_and_tests_folders_are_not_packages(tmp_path):
 
 
 def test_nothing_found_says_what_was_found_and_where(tmp_path, oracle):
-    shutil.copy(REFERENCE / "micrograd" / "engine.py", tmp_path / "engine.py")
+    shutil.copy(REFERENCE / "micrograd" / "engine.py", tmp_path / "value.py")
     (tmp_path / "notes.txt").write_text("my engine")
     (tmp_path / "hw").mkdir()
     report = run(tmp_path, oracle)
     message = report.results[0].message
-    assert "no package 'micrograd'" in message and "it holds: engine.py, hw/, notes.txt" in message
-    assert "engine.py belongs in a folder named micrograd/" in message
+    assert "no package 'micrograd'" in message and "it holds: hw/, notes.txt, value.py" in message
+    assert "Python files: value.py" in message
     assert report.score == 0 and all(r.message.startswith(message) for r in report.results)
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
+def test_loose_files_are_graded_as_their_package(tmp_path, oracle, sandbox):
+    """engine.py and nn.py handed in without their folder (dropped into an upload), and
+    needle's files beside them: each assignment is graded as its package."""
+    sub = copy("micrograd", tmp_path / "sub")  # engine.py, nn.py, __init__.py at the top
+    copy("needle", sub / "hw3")  # needle's files in a folder of another name
+    report = run(sub, oracle, ("micrograd", "needle"), sandbox=sandbox)
+    assert full(report), by_status(report)
+    assert sorted(p.name for p in sub.iterdir()) == ["__init__.py", "engine.py", "hw3", "nn.py"]
+
+
+def test_loose_files_as_shallow_in_two_folders_are_not_guessed(tmp_path, oracle):
+    """Two folders, each with an engine.py, and no micrograd/: which is the student's is a
+    question for them, answered in the message."""
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        shutil.copy(REFERENCE / "micrograd" / "engine.py", tmp_path / name / "engine.py")
+    report = run(tmp_path, oracle)
+    assert report.score == 0
+    assert "first/engine.py belongs in a folder named micrograd/" in report.results[0].message
 
 
 # ---- the submission's root and optional imports ----
@@ -329,6 +351,20 @@ def handed_in_nested(dest: Path) -> Path:
     return dest
 
 
+def handed_in_loose(dest: Path) -> Path:
+    """The package's files without their folder: dropped one by one into an upload."""
+    copy("micrograd", dest)
+    return dest
+
+
+def handed_in_loose_in_a_zip(dest: Path) -> Path:
+    """A folder holding only a zip of the package's files, zipped without their folder."""
+    with tempfile.TemporaryDirectory() as src:
+        dest.mkdir(parents=True, exist_ok=True)
+        zipped(handed_in_loose(Path(src) / "files"), dest / "files.zip")
+    return dest
+
+
 def _zip_of_nested(archive: Path, escape: bool = False) -> Path:
     with tempfile.TemporaryDirectory() as src:
         handed_in_nested(Path(src))
@@ -359,6 +395,8 @@ def handed_in_a_hostile_zip(dest: Path) -> Path:
 LAYOUTS: dict[str, Callable[[Path], Path]] = {
     "folder": handed_in_folder,
     "nested": handed_in_nested,
+    "loose": handed_in_loose,
+    "loose-in-a-zip": handed_in_loose_in_a_zip,
     "only-a-zip": handed_in_only_a_zip,
     "a-zip": handed_in_a_zip,
     "hostile-zip": handed_in_a_hostile_zip,
