@@ -171,16 +171,25 @@ class Submission:
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
 
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:
-        """The assignment's engine, or why its package does not import."""
+        """The assignment's engine, or why its package does not import. The import gets a
+        case's time limit, as in the sandbox's worker: one that never ends (a loop at a
+        module's top) fails every case of the assignment once, saying where it was stuck,
+        instead of each case waiting on it anew."""
         if assignment not in self.engines:
+            seconds = self.policy.seconds(assignment)
             try:
                 if self.refused:
                     raise SubmissionError(self.refused)
-                self.engines[assignment] = InProcessEngine.load(
-                    self.directory, assignment, self.policy, self.ends_after_run
-                )
+                with hang.wall_limit(seconds):
+                    self.engines[assignment] = InProcessEngine.load(
+                        self.directory, assignment, self.policy, self.ends_after_run
+                    )
             except SubmissionError as exc:
                 self.engines[assignment] = exc
+            except hang.WallTimeout as exc:
+                where = describe_exception(exc, [self.directory.resolve()]).where
+                message = self.policy.timed_out(seconds, where, count=False)
+                self.engines[assignment] = SubmissionError(f"importing {assignment} failed: {message}")
         return self.engines[assignment]
 
     @property

@@ -228,6 +228,24 @@ def test_locally_a_backward_that_never_returns_fails_each_test_at_once(tmp_path)
     assert "pytest-timeout" not in out
 
 
+def test_an_import_that_never_ends_fails_the_assignment_once_saying_where(tmp_path):
+    """In process (a student's pytest), the submission's import gets a case's time limit, as
+    in the sandbox's worker: a loop at the top of engine.py fails every case of micrograd
+    with one message naming the line, and the import is not tried again case after case."""
+    from grader.case.inprocess import Submission
+    from grader.case.loading import SubmissionError
+
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
+    engine = tmp_path / "micrograd" / "engine.py"
+    engine.write_text("while True:\n    pass\n" + engine.read_text())
+    engines = Submission(tmp_path)
+    engines.policy = time_limits.TimePolicy(timeout=0.5)
+    first = engines.engine("micrograd")
+    assert isinstance(first, SubmissionError)
+    assert str(first) == "importing micrograd failed: timed out after 0.5 s in <module> (engine.py, line 1)"
+    assert engines.engine("micrograd") is first
+
+
 #: relu's rule in the reference
 RELU_RULE = "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n"
 
