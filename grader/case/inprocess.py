@@ -131,6 +131,8 @@ class InProcessEngine:
                 run = Run(fault=fault)
             except hang.WallTimeout as exc:
                 run = Run(fault=self.policy.timed_out(wall, self._where(exc), count=budget is None))
+            except SystemExit as exc:  # the sandbox's worker would exit: here the run goes on
+                run = Run(fault=f"{exited(exc)} during the case{hang.describe(self._where(exc))}")
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         ran = run.fault is None and run.failure is None and not run.missing
@@ -149,11 +151,16 @@ class InProcessEngine:
             try:
                 with hang.wall_limit(seconds):
                     return lib.read_tape()
-            except (Exception, hang.WallTimeout):
+            except (Exception, hang.WallTimeout, SystemExit):
                 return []
 
     def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
         return describe_exception(exc, self.roots).where
+
+
+def exited(exc: SystemExit) -> str:
+    """`sys.exit(3) was called`: what ends a sandbox's worker, said where the process goes on."""
+    return f"sys.exit({'' if exc.code is None else repr(exc.code)}) was called"
 
 
 class Submission:
@@ -186,9 +193,12 @@ class Submission:
                     )
             except SubmissionError as exc:
                 self.engines[assignment] = exc
-            except hang.WallTimeout as exc:
+            except (hang.WallTimeout, SystemExit) as exc:
                 where = describe_exception(exc, [self.directory.resolve()]).where
-                message = self.policy.timed_out(seconds, where, count=False)
+                if isinstance(exc, SystemExit):
+                    message = f"{exited(exc)}{hang.describe(where)}"
+                else:
+                    message = self.policy.timed_out(seconds, where, count=False)
                 self.engines[assignment] = SubmissionError(f"importing {assignment} failed: {message}")
         return self.engines[assignment]
 

@@ -188,7 +188,7 @@ def _hangs(call: Callable[[], object], seconds: float, wall: float | None) -> bo
             call()
     except (hang.CaseTimedOut, hang.WallTimeout):
         return True
-    except Exception:
+    except (Exception, SystemExit):  # sys.exit() in a rule: its cases say so, not the probe
         return False
     return False
 

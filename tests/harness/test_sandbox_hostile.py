@@ -157,6 +157,32 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
         assert len(result.output) <= 4000 and len(result.message) <= 20000
 
 
+#: name -> what the in-process engine (a student's own pytest) says of the cases the sandbox
+#: zeroes: sys.exit() there ends no worker, and the run goes on to the next case
+IN_PROCESS = {
+    "exit_at_import": "importing micrograd failed: sys.exit(3) was called in <module> (__init__.py, line 7)",
+    "exit_in_backward": "sys.exit(3) was called during the case in backward (__init__.py, line 9)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS))
+def test_in_process_the_same_submissions_cost_the_same_cases(name, tmp_path, oracle, honest):
+    """Graded in process, as a student's pytest grades, a submission that exits loses the
+    cases the sandbox takes from it, each saying why, and the others keep
+    the honest base's verdicts: the run is not ended, and no case is retried for ever."""
+    suite, zeroed, _ = EXPECTED[name]
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / name / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, suite, ["micrograd"], SUITES, oracle, sandbox=False)
+    got = {short(r.id): r for r in report.results}
+    assert set(got) == set(ALL if suite == "all" else PUBLIC)
+    for case, result in got.items():
+        if case in zeroed:
+            assert not result.passed and result.message.startswith(IN_PROCESS[name]), (case, result.message)
+        else:
+            assert result.passed == honest[case], (case, result.message)
+
+
 def test_threads_around_the_refusal_cost_two_workers_then_the_rest_is_not_run(tmp_path, oracle):
     """Each case that leaves a thread costs a fresh worker: after two, the submission's other
     cases of that assignment fail without running."""
