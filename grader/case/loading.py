@@ -181,6 +181,8 @@ def not_found(root: Path, package: str, markers: tuple[str, ...]) -> str:
     loose = [p for p in python if Path(p).name in markers]
     if loose:
         text += f" ({loose[0]} belongs in a folder named {package}/)"
+    elif any(name.endswith(".ipynb") for name in shown):
+        text += f" (a notebook is not read here: hand in the {package}/ folder its code belongs in)"
     return text
 
 

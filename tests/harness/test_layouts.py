@@ -193,6 +193,12 @@ def test_nothing_found_says_what_was_found_and_where(tmp_path, oracle):
     assert report.score == 0 and all(r.message.startswith(message) for r in report.results)
 
 
+def test_a_notebook_handed_in_where_a_package_is_graded_says_so(tmp_path, oracle):
+    (tmp_path / "micrograd.ipynb").write_text("{}")
+    message = run(tmp_path, oracle).results[0].message
+    assert "it holds: micrograd.ipynb (a notebook is not read here: hand in the micrograd/ folder" in message
+
+
 @pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
 def test_loose_files_are_graded_as_their_package(tmp_path, oracle, sandbox):
     """engine.py and nn.py handed in without their folder (dropped into an upload), and
