@@ -10,6 +10,7 @@ that run it, each as timed out, while the run ends.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
@@ -109,3 +110,17 @@ def test_without_signals_resource_or_fork_a_looping_rule_fails_only_its_cases(tm
     assert any(
         name.startswith("test_forward[relu") for name in verdicts
     )  # applies relu, runs no rule: passed
+
+
+def test_without_signals_resource_or_fork_a_loop_at_import_fails_every_case_once(tmp_path):
+    """engine.py loops at its top: the import's time limit (a watchdog thread here) ends it
+    once, every case fails saying so, and the run ends."""
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "sub" / "micrograd")
+    engine = tmp_path / "sub" / "micrograd" / "engine.py"
+    engine.write_text("while True:\n    pass\n" + engine.read_text())
+    done, verdicts = student_run(tmp_path, tmp_path / "sub")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert verdicts and all(
+        "importing micrograd failed: timed out after 10 s in <module> (engine.py, line" in message
+        for message in verdicts.values()
+    ), verdicts
