@@ -9,7 +9,11 @@ Accepted layouts (`discover`):
   package in it however deep, or in a zip there, unpacked by `grader.intake`) or the
   assignment's notebook (its code extracted, as the fast path does);
 - a zip as a learning management system exports it: one folder or one zip per student,
-  unpacked by `grader.intake` (no path escapes, no links, limits on size and count).
+  unpacked by `grader.intake` (no path escapes, no links, limits on size and count);
+- Canvas's export ("Download Submissions"): no folders, every file named for its student
+  (`doejane_12345_678901_engine.py`, `_late_` after the name when late). Each student's
+  files are staged in a folder of their own under their own names: a zip among them is
+  unpacked when graded, and loose files are gathered into their package (`grader.intake`).
 
 A student's id is the folder's (or inner zip's) name. Something that is no submission at
 all is still listed, so that it scores zero with a reason rather than vanishing.
@@ -17,8 +21,10 @@ all is still listed, so that it scores zero with a reason rather than vanishing.
 
 from __future__ import annotations
 
+import re
 import shutil
 import zipfile
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +131,42 @@ def _stage_unpacked(folder: Path, staged: Path, assignment: str) -> bool:
         return unpacked != folder and _stage_package(unpacked, staged, assignment)
 
 
+#: a file of Canvas's export: `<name>_[late_]<user id>_<file id>_<the name it was handed in as>`
+CANVAS_FILE = re.compile(r"(?P<name>[^_]+)_(?:late_|LATE_)?(?P<user>\d+)_(?P<id>\d+)_(?P<file>.+)")
+#: what a student's code comes as: at a class's root, outside any student's folder, an error
+CODE_SUFFIXES = (".py", ".ipynb")
+
+
+def _canvas(entries: list[Path]) -> bool:
+    """Files only, each named as Canvas's export names them."""
+    shown = [p for p in entries if not p.name.startswith((".", "__"))]
+    return bool(shown) and all(p.is_file() and CANVAS_FILE.fullmatch(p.name) for p in shown)
+
+
+def from_canvas(files: list[Path], staged: Path) -> list[Submission]:
+    """Canvas's export: each student's files, by the name and user id in their names, copied
+    into `staged/<name>/` under the names they were handed in as (the latest file of a name,
+    by Canvas's file id, where there are two). Two students of one name get their user ids
+    in their folders' names."""
+    groups: dict[tuple[str, str], list[tuple[int, Path, str]]] = {}
+    for path in files:
+        match = CANVAS_FILE.fullmatch(path.name)
+        assert match is not None
+        groups.setdefault((match["name"], match["user"]), []).append((int(match["id"]), path, match["file"]))
+    named = Counter(name for name, _ in groups)
+    if staged.exists():
+        shutil.rmtree(staged)
+    found = []
+    for (name, user), members in sorted(groups.items()):
+        student = name if named[name] == 1 else f"{name}_{user}"
+        folder = staged / student
+        folder.mkdir(parents=True)
+        for _, path, handed_in in sorted(members):
+            shutil.copy2(path, folder / handed_in)
+        found.append(Submission(student, folder))
+    return found
+
+
 def _unpack_students(archive: Path, work: Path) -> Path:
     """An LMS zip unpacked to `work/unpacked/`: each student a folder (or a zip, unpacked
     when graded)."""
@@ -138,6 +180,8 @@ def _unpack_students(archive: Path, work: Path) -> Path:
     entries = list(out.iterdir())  # macOS debris is not unpacked
     if len(entries) == 1 and entries[0].is_dir() and not present_packages(entries[0]):
         out = entries[0]  # the zip wraps the class in one folder
+    if _canvas(list(out.iterdir())):
+        return out  # its students are found by their files' names
     for inner in sorted(out.glob("*.zip")):  # a student's zip: a folder of its own, named after it
         folder = out / inner.stem
         folder.mkdir(exist_ok=True)
@@ -158,6 +202,15 @@ def discover(root: str | Path, work: Path, only: tuple[str, ...] | None = None) 
     if (root / "submitted").is_dir():
         return from_nbgrader(root, Path(work) / "staged", only)
     entries = [p for p in root.iterdir() if not p.name.startswith((".", "__"))]
+    if _canvas(entries):
+        return from_canvas(entries, Path(work) / "canvas")
+    loose = sorted(p.name for p in entries if p.is_file() and p.suffix in CODE_SUFFIXES)
+    if loose:
+        listed = ", ".join(loose[:3]) + (" ..." if len(loose) > 3 else "")
+        raise LayoutError(
+            f"{root} holds code outside any student's folder ({listed}): "
+            "a student's files belong in ROOT/<student>/ or ROOT/<student>.zip"
+        )
     folders = {p.name: p for p in entries if p.is_dir()}
     zips = {p.stem: p for p in entries if p.suffix == ".zip" and p.is_file()}  # unpacked when graded
     both = sorted(folders.keys() & zips.keys())

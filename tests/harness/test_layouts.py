@@ -531,6 +531,40 @@ def test_every_front_end_takes_every_layout(front_ends, front_end, layout, tmp_p
         assert outcome.score == SMALL_POINTS, outcome.text
 
 
+def test_canvas_export_is_a_class_by_its_files_names(tmp_path, oracle_cache):
+    """Canvas's "Download Submissions": one flat zip, each file named for its student. Files
+    handed in loose, a late zip and a resubmitted file (the later id wins) are each a
+    student; two students of one name keep their user ids; every one is graded."""
+    from grader import cli
+
+    src = tmp_path / "src"
+    src.mkdir()
+    engine = (REFERENCE / "micrograd" / "engine.py").read_text()
+    (src / "doejane_101_9001_engine.py").write_text("raise SystemExit('an early draft')\n")
+    (src / "doejane_101_9007_engine.py").write_text(engine)  # handed in again: a later file id
+    (src / "doejane_101_9002_nn.py").write_text((REFERENCE / "micrograd" / "nn.py").read_text())
+    zipped(handed_in_folder(tmp_path / "smith"), src / "smithjohn_late_202_9003_micrograd.zip")
+    for user, file_id in (("303", "9004"), ("404", "9005")):
+        zipped(handed_in_nested(tmp_path / f"lee{user}"), src / f"leejin_{user}_{file_id}_hw1.zip")
+    export = zipped(src, tmp_path / "submissions.zip")
+    out = tmp_path / "out"
+    argv = ["grade-class", str(export), "--suite", "public", "--suites", str(SMALL), "--jobs", "2"]
+    assert cli.main([*argv, "--cache-dir", str(oracle_cache), "--out", str(out)]) == 0
+    with Gradebook(out / "gradebook.db") as book:
+        scores = {student: report.score for student, report in book.reports()}
+    assert scores == {s: SMALL_POINTS for s in ("doejane", "leejin_303", "leejin_404", "smithjohn")}
+
+
+def test_code_outside_every_students_folder_is_not_left_out_silently(tmp_path):
+    from grader.classgrade.layout import LayoutError, discover
+
+    handed_in_folder(tmp_path / "class" / "ann")
+    shutil.copy(REFERENCE / "micrograd" / "engine.py", tmp_path / "class" / "engine.py")
+    (tmp_path / "class" / "roster.csv").write_text("ann\n")  # not code: no student
+    with pytest.raises(LayoutError, match=r"holds code outside any student's folder \(engine.py\)"):
+        discover(tmp_path / "class", tmp_path / "work")
+
+
 def test_a_class_folder_of_zips_is_a_class(tmp_path):
     """`ROOT/<student>.zip` is a student, graded again when the zip changes; a student who
     is both a folder and a zip is a question for the instructor, not a guess."""
