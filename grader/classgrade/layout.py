@@ -10,10 +10,13 @@ Accepted layouts (`discover`):
   assignment's notebook (its code extracted, as the fast path does);
 - a zip as a learning management system exports it: one folder or one zip per student,
   unpacked by `grader.intake` (no path escapes, no links, limits on size and count);
-- Canvas's export ("Download Submissions"): no folders, every file named for its student
-  (`doejane_12345_678901_engine.py`, `_late_` after the name when late). Each student's
-  files are staged in a folder of their own under their own names: a zip among them is
-  unpacked when graded, and loose files are gathered into their package (`grader.intake`).
+- a flat export, no folders and every file named for its student: Canvas's ("Download
+  Submissions": `doejane_12345_678901_engine.py`, `_late_` after the name when late) or
+  Moodle's without its folders option (`Jane Doe_1234_assignsubmission_file_engine.py`).
+  Each student's files are staged in a folder of their own under their own names: a zip
+  among them is unpacked when graded, loose files are gathered into their package
+  (`grader.intake`). Moodle's folders (`Jane Doe_1234_assignsubmission_file_/`) are its
+  students, named without the suffix.
 
 A student's id is the folder's (or inner zip's) name. Something that is no submission at
 all is still listed, so that it scores zero with a reason rather than vanishing.
@@ -131,40 +134,62 @@ def _stage_unpacked(folder: Path, staged: Path, assignment: str) -> bool:
         return unpacked != folder and _stage_package(unpacked, staged, assignment)
 
 
-#: a file of Canvas's export: `<name>_[late_]<user id>_<file id>_<the name it was handed in as>`
-CANVAS_FILE = re.compile(r"(?P<name>[^_]+)_(?:late_|LATE_)?(?P<user>\d+)_(?P<id>\d+)_(?P<file>.+)")
+#: a file of a learning management system's flat export, named for its student: Moodle's
+#: `<full name>_<participant id>_assignsubmission_file_<file>`, Canvas's
+#: `<name>_[late_]<user id>_<file id>_<file>` (the file id orders two files of one name)
+FLAT_EXPORTS = (
+    re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_file_(?P<file>.+)"),
+    re.compile(r"(?P<name>[^_]+)_(?:late_|LATE_)?(?P<user>\d+)_(?P<id>\d+)_(?P<file>.+)"),
+)
+#: Moodle's folder of a student's files: `<full name>_<participant id>_assignsubmission_file_`
+MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_")
 #: what a student's code comes as: at a class's root, outside any student's folder, an error
 CODE_SUFFIXES = (".py", ".ipynb")
 
 
-def _canvas(entries: list[Path]) -> bool:
-    """Files only, each named as Canvas's export names them."""
+def _flat_file(name: str) -> re.Match[str] | None:
+    return next((m for pattern in FLAT_EXPORTS if (m := pattern.fullmatch(name))), None)
+
+
+def _flat_export(entries: list[Path]) -> bool:
+    """Files only, each named as a flat export names them."""
     shown = [p for p in entries if not p.name.startswith((".", "__"))]
-    return bool(shown) and all(p.is_file() and CANVAS_FILE.fullmatch(p.name) for p in shown)
+    return bool(shown) and all(p.is_file() and _flat_file(p.name) for p in shown)
 
 
-def from_canvas(files: list[Path], staged: Path) -> list[Submission]:
-    """Canvas's export: each student's files, by the name and user id in their names, copied
-    into `staged/<name>/` under the names they were handed in as (the latest file of a name,
-    by Canvas's file id, where there are two). Two students of one name get their user ids
-    in their folders' names."""
+def _unique(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(name, user id) -> the student's id: the name, or with the user id where two share it."""
+    named = Counter(name for name, _ in keys)
+    return {(name, user): name if named[name] == 1 else f"{name}_{user}" for name, user in keys}
+
+
+def from_flat_export(files: list[Path], staged: Path) -> list[Submission]:
+    """Each student's files, by the name and user id in their names, copied into
+    `staged/<student>/` under the names they were handed in as (of two files of one name,
+    the later by Canvas's file id)."""
     groups: dict[tuple[str, str], list[tuple[int, Path, str]]] = {}
     for path in files:
-        match = CANVAS_FILE.fullmatch(path.name)
+        match = _flat_file(path.name)
         assert match is not None
-        groups.setdefault((match["name"], match["user"]), []).append((int(match["id"]), path, match["file"]))
-    named = Counter(name for name, _ in groups)
+        order = int(match.groupdict().get("id") or 0)
+        groups.setdefault((match["name"], match["user"]), []).append((order, path, match["file"]))
     if staged.exists():
         shutil.rmtree(staged)
     found = []
-    for (name, user), members in sorted(groups.items()):
-        student = name if named[name] == 1 else f"{name}_{user}"
+    for key, student in sorted(_unique(list(groups)).items()):
         folder = staged / student
         folder.mkdir(parents=True)
-        for _, path, handed_in in sorted(members):
+        for _, path, handed_in in sorted(groups[key]):
             shutil.copy2(path, folder / handed_in)
         found.append(Submission(student, folder))
     return found
+
+
+def _student_ids(names: list[str]) -> dict[str, str]:
+    """Each student folder's id: its name, Moodle's folders' without their suffix."""
+    moodle = {n: m for n in names if (m := MOODLE_FOLDER.fullmatch(n))}
+    ids = _unique([(m["name"], m["user"]) for m in moodle.values()])
+    return {n: ids[m["name"], m["user"]] if (m := moodle.get(n)) else n for n in names}
 
 
 def _unpack_students(archive: Path, work: Path) -> Path:
@@ -180,7 +205,7 @@ def _unpack_students(archive: Path, work: Path) -> Path:
     entries = list(out.iterdir())  # macOS debris is not unpacked
     if len(entries) == 1 and entries[0].is_dir() and not present_packages(entries[0]):
         out = entries[0]  # the zip wraps the class in one folder
-    if _canvas(list(out.iterdir())):
+    if _flat_export(list(out.iterdir())):
         return out  # its students are found by their files' names
     for inner in sorted(out.glob("*.zip")):  # a student's zip: a folder of its own, named after it
         folder = out / inner.stem
@@ -202,8 +227,8 @@ def discover(root: str | Path, work: Path, only: tuple[str, ...] | None = None) 
     if (root / "submitted").is_dir():
         return from_nbgrader(root, Path(work) / "staged", only)
     entries = [p for p in root.iterdir() if not p.name.startswith((".", "__"))]
-    if _canvas(entries):
-        return from_canvas(entries, Path(work) / "canvas")
+    if _flat_export(entries):
+        return from_flat_export(entries, Path(work) / "flat")
     loose = sorted(p.name for p in entries if p.is_file() and p.suffix in CODE_SUFFIXES)
     if loose:
         listed = ", ".join(loose[:3]) + (" ..." if len(loose) > 3 else "")
@@ -218,5 +243,8 @@ def discover(root: str | Path, work: Path, only: tuple[str, ...] | None = None) 
         raise LayoutError(f"{root} holds both {both[0]}/ and {both[0]}.zip: keep the one to grade")
     if not folders and not zips:
         raise LayoutError(f"{root} holds no student folders (expected ROOT/<student>/micrograd/ ...)")
-    students = sorted({**folders, **zips}.items())
+    ids = _student_ids(sorted(folders))
+    if len(set(ids.values()) | zips.keys()) < len(folders) + len(zips):
+        ids = {n: n for n in folders}  # a shortened id would take another's: the names as they are
+    students = sorted({**{ids[n]: p for n, p in folders.items()}, **zips}.items())
     return [Submission(name, p, _stamp(p) if p.is_dir() else None) for name, p in students]

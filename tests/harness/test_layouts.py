@@ -555,6 +555,28 @@ def test_canvas_export_is_a_class_by_its_files_names(tmp_path, oracle_cache):
     assert scores == {s: SMALL_POINTS for s in ("doejane", "leejin_303", "leejin_404", "smithjohn")}
 
 
+def test_moodle_exports_are_a_class_with_or_without_their_folders(tmp_path):
+    """Moodle's files, flat (`<full name>_<id>_assignsubmission_file_<file>`) or in a folder
+    per student: each student named without Moodle's suffix, and graded as handed in."""
+    from grader.classgrade.layout import discover
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for path in (REFERENCE / "micrograd").glob("*.py"):
+        shutil.copy(path, flat / f"Jane Doe_1234_assignsubmission_file_{path.name}")
+    zipped(handed_in_folder(tmp_path / "bo"), flat / "Bo Li_5678_assignsubmission_file_hw1.zip")
+    found = discover(zipped(flat, tmp_path / "flat.zip"), tmp_path / "work-flat")
+    assert [s.student for s in found] == ["Bo Li", "Jane Doe"]
+    assert (found[1].path / "engine.py").is_file() and (found[0].path / "hw1.zip").is_file()
+
+    folders = tmp_path / "folders"
+    handed_in_loose(folders / "Jane Doe_1234_assignsubmission_file_")
+    handed_in_folder(folders / "Jane Doe_4321_assignsubmission_file_")
+    handed_in_folder(folders / "Bo Li_5678_assignsubmission_file_")
+    found = discover(folders, tmp_path / "work-folders")
+    assert [s.student for s in found] == ["Bo Li", "Jane Doe_1234", "Jane Doe_4321"]
+
+
 def test_code_outside_every_students_folder_is_not_left_out_silently(tmp_path):
     from grader.classgrade.layout import LayoutError, discover
 
