@@ -24,14 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 
 from grader.assignments import NAMES, markers
-from grader.case.loading import (
-    SKIPPED,
-    AmbiguousPackage,
-    SubmissionError,
-    locate_assignment,
-    present_packages,
-    walk,
-)
+from grader.case.loading import SKIPPED, AmbiguousPackage, SubmissionError, locate_assignment, walk
 
 MAX_MEMBERS = 5000
 MAX_BYTES = 256 << 20
@@ -55,12 +48,12 @@ def prepare(submission: Path, stack: ExitStack) -> Path:
         return gathered(dest, stack)
     if not submission.is_dir():
         return submission
-    present = present_packages(submission)
-    if present:
-        return gathered(submission, stack, present)
+    searched = search(submission)
+    if searched[0]:
+        return gathered(submission, stack, searched)
     archives = sorted(p for p in submission.glob("*.zip") if p.is_file() and not p.is_symlink())
     if not archives:
-        return gathered(submission, stack, present)
+        return gathered(submission, stack, searched)
     dest = _temporary(stack, "grader-unzipped-")
     for archive in archives:
         unpack(archive, dest / archive.stem)
@@ -71,30 +64,35 @@ def _temporary(stack: ExitStack, prefix: str) -> Path:
     return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
 
 
-def gathered(directory: Path, stack: ExitStack, present: list[str] | None = None) -> Path:
-    """`directory`, or a temporary directory in which an assignment handed in loose is its
-    package: each assignment with no package in `directory` (`present`: those it has) whose
-    files lie loose (`loose_folder`) gets them (its Python files and Python folders) as
-    `<assignment>/`; the packages found, and the modules at the top, come along as they are."""
-    have = present_packages(directory) if present is None else present
-    loose = {}
+def search(directory: Path) -> tuple[dict[str, Path], list[str]]:
+    """The assignments' packages in `directory` (by name), and the assignments it has none
+    of (two as shallow are neither: which to grade is the student's to settle, as the
+    message says)."""
+    found, lacking = {}, []
     for name in NAMES:
-        if name in have:
-            continue
         try:
-            locate_assignment(directory, name)
+            found[name] = locate_assignment(directory, name).path
         except AmbiguousPackage:
-            continue  # two as shallow: the student's to settle, as the message says
+            continue
         except SubmissionError:
-            folder = loose_folder(directory, name)
-            if folder is not None:
-                loose[name] = folder
+            lacking.append(name)
+    return found, lacking
+
+
+def gathered(
+    directory: Path, stack: ExitStack, searched: tuple[dict[str, Path], list[str]] | None = None
+) -> Path:
+    """`directory`, or a temporary directory in which an assignment handed in loose is its
+    package: each assignment `directory` has no package of (`search`) but whose files lie
+    loose (`loose_folder`) gets them (its Python files and Python folders) as
+    `<assignment>/`; the packages found, and the modules at the top, come along as they are."""
+    found, lacking = searched or search(directory)
+    loose = {name: folder for name in lacking if (folder := loose_folder(directory, name)) is not None}
     if not loose:
         return directory
     dest = _temporary(stack, "grader-gathered-")
-    for name in have:
-        found = locate_assignment(directory, name).path
-        _copy(found, dest / found.relative_to(directory))
+    for path in found.values():
+        _copy(path, dest / path.relative_to(directory))
     for module in _python_files(directory):  # stand-ins a package imports from the top
         _copy(module, dest / module.name)
     for name, folder in loose.items():
@@ -126,11 +124,8 @@ def _python_files(folder: Path) -> list[Path]:
 
 def _python_folders(folder: Path) -> list[Path]:
     """Subpackages (needle's ops/ as a folder): real folders with Python files at their top."""
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.is_dir() and not p.is_symlink() and not _never_searched("", [p.name]) and _python_files(p)
-    )
+    folders = (p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not _left_out(p.name))
+    return sorted(p for p in folders if _python_files(p))
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -141,9 +136,13 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
-def _never_searched(folder: str, names: list[str]) -> set[str]:
+def _left_out(name: str) -> bool:
     """What a copy leaves out: what `locate` never searches (.git/, __pycache__/, a venv)."""
-    return {n for n in names if n.startswith(".") or n in SKIPPED}
+    return name.startswith(".") or name in SKIPPED
+
+
+def _never_searched(folder: str, names: list[str]) -> set[str]:
+    return {n for n in names if _left_out(n)}
 
 
 def _member_parts(name: str) -> tuple[str, ...] | None:
