@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 
 from grader.assignments import NAMES, markers
-from grader.case.loading import SKIPPED, AmbiguousPackage, SubmissionError, locate_assignment, walk
+from grader.case.loading import AmbiguousPackage, SubmissionError, locate_assignment, never_searched, walk
 
 MAX_MEMBERS = 5000
 MAX_BYTES = 256 << 20
@@ -124,8 +124,8 @@ def _python_files(folder: Path) -> list[Path]:
 
 def _python_folders(folder: Path) -> list[Path]:
     """Subpackages (needle's ops/ as a folder): real folders with Python files at their top."""
-    folders = (p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not _left_out(p.name))
-    return sorted(p for p in folders if _python_files(p))
+    folders = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+    return sorted(p for p in folders if not never_searched(p.name) and _python_files(p))
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -136,13 +136,9 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
-def _left_out(name: str) -> bool:
-    """What a copy leaves out: what `locate` never searches (.git/, __pycache__/, a venv)."""
-    return name.startswith(".") or name in SKIPPED
-
-
 def _never_searched(folder: str, names: list[str]) -> set[str]:
-    return {n for n in names if _left_out(n)}
+    """What a copy leaves out: what `locate` never searches (.git/, __pycache__/, a venv)."""
+    return {n for n in names if never_searched(n)}
 
 
 def _member_parts(name: str) -> tuple[str, ...] | None:

@@ -96,7 +96,8 @@ class Found:
         return f"{relative}/{init}"
 
 
-def _skipped(name: str) -> bool:
+def never_searched(name: str) -> bool:
+    """A folder no package is looked for in (`SKIPPED`, hidden ones, build debris)."""
     return name.startswith(".") or name in SKIPPED or name.endswith(".egg-info")
 
 
@@ -121,7 +122,9 @@ def walk(root: Path, depth: int = MAX_DEPTH) -> Iterator[tuple[int, Path]]:
             except OSError:
                 continue
             following += [
-                Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and not _skipped(e.name)
+                Path(e.path)
+                for e in entries
+                if e.is_dir(follow_symlinks=False) and not never_searched(e.name)
             ]
         level = following
 
