@@ -111,7 +111,8 @@ def run_grader(layout: Layout, report_file: Path) -> int:
     secrets = [layout.source, layout.results]
     engine = SandboxRunner(limits, secrets=secrets, user=settings.user or None, needs=used_by(oracle))
     report = grade_handed_in(layout.submission, cases, oracle, engine, settings.visibility)
-    print_report(report)  # Gradescope shows the autograder's stdout to instructors only
+    # Gradescope shows the autograder's stdout to instructors only; its results page has every case
+    print_report(report, more="each one's message is on the submission's results page")
     report_file.write_text(json.dumps(report.to_plain()))
     return 0
 

@@ -99,7 +99,8 @@ def grade_repository(repo: Path, suites: Path, timeout: float, budget: float) ->
         # in scope (the repository's own grader/assignments/<name>/scope.toml), points scaled
         cases = select_cases(repo, request, oracle)
         report = grade_handed_in(repo, cases, oracle, engine_for(request, oracle))
-        print_report(report, audience=Audience.STUDENT, failures=5)
+        every = "`python -m pytest` in the repository shows each one"
+        print_report(report, audience=Audience.STUDENT, failures=5, more=every)
         return classroom(report, *locations(cases, repo))
     except Stopped:
         reason = "grading was stopped before it finished (the step timed out or was cancelled)"

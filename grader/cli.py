@@ -92,7 +92,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         traceback.print_exc()
         print("grader error: grading could not run", file=sys.stderr)
         return 2
-    print_report(report, audience=Audience(args.audience))
+    print_report(
+        report, audience=Audience(args.audience), more="--feedback FILE or --pages DIR has every message"
+    )
     try:
         if args.results:
             write_json(gradescope(report), args.results)
@@ -214,6 +216,7 @@ def mutant_count(text: str) -> int | None:
 def cmd_check(args: argparse.Namespace) -> int:
     """Exit 1 when a check fails, 0 when all pass."""
     from rich.console import Console
+    from rich.markup import escape
 
     from grader.authoring.check import Options, run, table
 
@@ -240,7 +243,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     errors = Console(stderr=True)
     console = Console(width=max(Console().width, 150))  # the details are long; a pipe gets 80 columns
     with errors.status("checking") as status:
-        rows = run(checks, say=lambda text: status.update(text))
+        rows = run(checks, say=lambda text: status.update(escape(text)))  # case ids hold [params]
     console.print(table(rows))
     failed = [row.name for row in rows if not row.ok]
     console.print(

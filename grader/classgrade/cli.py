@@ -197,9 +197,10 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
                 count, problems = course.finish(reports)
                 for problem in problems:
                     Console().print(f"warning: {problem}", markup=False, highlight=False, soft_wrap=True)
-                Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}")
+                Console().print(f"wrote {count} submission(s) into {root / 'gradebook.db'}", markup=False)
     Console().print(
-        f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}"
+        f"gradebook: {gradebook}; exports: {written[0]}, {written[1]}, {out / 'results'}/, {written[-1]}",
+        markup=False,
     )
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,7 +28,7 @@ class ClassProgress:
             TextColumn("[bold]grading"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[last]}"),
+            TextColumn("{task.fields[last]}", markup=False),  # a student's name, as it is
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -65,9 +66,9 @@ def summary(book: Gradebook, reports: dict[str, Report], run: ClassRun, seconds:
         info = book.info(student)
         share = 100 * report.score / report.max_score if report.max_score else 0.0
         errors = "; ".join(report.errors)[:60]
-        table.add_row(
-            student, f"{report.score:g}", f"{report.max_score:g}", f"{share:.0f}", str(info["state"]),
-            "yes" if student in run.graded else "", f"{report.seconds:.1f}", errors,
+        table.add_row(  # names and errors as they are, never read as rich's markup
+            escape(student), f"{report.score:g}", f"{report.max_score:g}", f"{share:.0f}", str(info["state"]),
+            "yes" if student in run.graded else "", f"{report.seconds:.1f}", escape(errors),
         )  # fmt: skip
     graded = len(run.graded)
     rate = graded / seconds if seconds > 0 else 0.0

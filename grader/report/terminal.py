@@ -43,15 +43,22 @@ def print_report(
     console: Console | None = None,
     failures: int = 3,
     audience: Audience = Audience.INSTRUCTOR,
+    more: str = "",
 ) -> None:
+    """The score table, notes, the first `failures` failed cases with their messages, how
+    many more failed (and `more`: where the rest are to be read), then the score line."""
     # rich is imported here, not above: a student's pytest prints `topic_lines` alone, and
     # would pay some 12 ms for rich's import
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    # what a submission or its path says is printed as it is, never read as rich's markup:
+    # "[prepend]" in a case's id would vanish, and "[/red]" in an exception's message that a
+    # note or an error quotes would stop the report with a MarkupError
     console = console or Console()
     seen = view(report, audience)
-    table = Table(title=f"{report.submission}", title_justify="left")
+    table = Table(title=escape(f"{report.submission}"), title_justify="left")
     rows = report.topics(seen.shown)
     ungraded = any(row.not_graded for row in rows)
     columns = ("assignment", "topic", "passed", *(("not graded",) if ungraded else ()), "points")
@@ -64,19 +71,23 @@ def print_report(
         table.add_row(*cells, f"{row.points:g}/{row.max_points:g}", style=style)
     console.print(table)
     for r in seen.named_hidden:
-        console.print(f"hidden: {r.assignment} / {r.topic} / {r.name}: {r.status}", highlight=False)
+        line = f"hidden: {r.assignment} / {r.topic} / {r.name}: {r.status}"
+        console.print(line, highlight=False, markup=False)
     if seen.hidden_line:
-        console.print(seen.hidden_line, highlight=False)
+        console.print(seen.hidden_line, highlight=False, markup=False)
     for error in report.errors:
-        console.print(f"[red]error:[/red] {error}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(error)}", highlight=False)
     if audience is Audience.INSTRUCTOR:
         for note in report.notes:
-            console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+            console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     for line in not_graded_lines(report, seen.shown):
         console.print(line, style="yellow", highlight=False, markup=False)
     failed = [r for r in seen.shown if not r.passed and r.status is not Status.NOT_GRADED]
     shown = sorted(failed, key=lambda r: not r.message.startswith(PINPOINTED))[:failures]
     for r in shown:
-        console.print(f"[bold red]{str(r.status).upper()}[/bold red] {r.id}", highlight=False)
+        console.print(f"[bold red]{str(r.status).upper()}[/bold red] {escape(r.id)}", highlight=False)
         console.print(r.message, highlight=False, markup=False)
+    if len(failed) > len(shown):
+        rest = f"{len(failed) - len(shown)} more failed case(s) not shown" + (f": {more}" if more else "")
+        console.print(rest, highlight=False, markup=False)
     console.print(f"[bold]Score: {seen.score:g}/{seen.max_score:g}[/bold] ({report.seconds:.1f} s)")

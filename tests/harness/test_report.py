@@ -108,3 +108,47 @@ def test_the_report_survives_plain_data(buggy):
     report = graded(buggy, "after_published")
     again = Report.from_plain(json.loads(json.dumps(report.to_plain())))
     assert again == report and again.score == report.score
+
+
+def test_the_terminal_prints_what_a_submission_says_as_it_is(tmp_path):
+    """Rich reads `[...]` as markup: a case's `[param]` vanished from its id, and an exception
+    message with `[/red]` (quoted by a note about the submission's failed `__init__.py`) stopped
+    the report with a MarkupError. Every front end prints through this report. Past the failures
+    shown, the count of the others and where to read them."""
+    package = tmp_path / "micrograd"
+    shutil.copytree(REPO / "reference" / "micrograd", package)
+    (package / "__init__.py").write_text('raise RuntimeError("said [/red] as [bold]it is")\n')
+    engine = package / "engine.py"
+    engine.write_text(engine.read_text().replace("self.grad += out.grad\n", "self.grad = out.grad\n", 1))
+    wanted = ("random_expression", "add_twice")
+    request = Request("public", ("micrograd",), sandbox=False, keep=lambda case: case.name.endswith(wanted))
+    report = grade_submission(tmp_path, request, Oracle())
+    failed = [r for r in report.results if not r.passed]
+    assert any("[" in r.id for r in failed) and len(failed) > 2
+    out = io.StringIO()
+    print_report(report, Console(file=out, width=300), failures=2, more="see the feedback")
+    text = out.getvalue()
+    assert "said [/red] as [bold]it is" in text
+    shown = [line.split()[1] for line in text.splitlines() if line.startswith("FAILED")]
+    assert len(shown) == 2 and set(shown) <= {r.id for r in failed}
+    assert f"{len(failed) - 2} more failed case(s) not shown: see the feedback" in text
+
+
+def test_the_class_summary_and_progress_print_names_and_errors_as_they_are():
+    from grader.classgrade.engine import ClassRun
+    from grader.classgrade.progress import ClassProgress, summary
+
+    class Book:
+        def info(self, student: str) -> dict[str, str]:
+            return {"state": "graded"}
+
+    student = "smith [bold]Jr"
+    reports = {student: Report("x", errors=["the zip holds a[/red]b/engine.py"])}
+    out = io.StringIO()
+    console = Console(file=out, width=300, force_terminal=True, color_system=None)
+    console.print(summary(Book(), reports, ClassRun(graded=reports), 1.0, 2))
+    with ClassProgress(console) as progress:
+        progress.on_start(1, 0)
+        progress.on_done(student, reports[student])
+    text = out.getvalue()
+    assert text.count(student) == 2 and "a[/red]b/engine.py" in text
