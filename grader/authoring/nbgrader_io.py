@@ -4,7 +4,9 @@
   layout (`micrograd/engine.py`, ...): each code cell that came from a module (its
   `metadata.grader.module`, set by the generator) goes to that module, after the head
   (docstring, imports) and before the tail of reference/'s file. Locked cells take the source
-  notebook's text when it is given, as `nbgrader autograde` restores them.
+  notebook's text when it is given, as `nbgrader autograde` restores them. A cell's IPython
+  commands (`%time ...`, `!pip ...`), which a kernel runs and a module cannot hold, become
+  `pass` (`as_python`).
 - `cell_scores` sums a report's case scores per test cell (one per topic); `cell_outputs`
   adds what each test cell prints when nbgrader autogrades it (`grader.report.cell.printed`).
 - `write_grades` stores those scores in nbgrader's gradebook.db through nbgrader's own
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import threading
 from collections.abc import Iterable
@@ -115,7 +118,7 @@ def extract(
         text = cell.source
         if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
             text = originals[grade_id(cell)].source
-        bodies[module].append(text.strip("\n"))
+        bodies[module].append(as_python(text).strip("\n"))
     package = Path(directory) / assignment
     if package.exists():
         shutil.rmtree(package)
@@ -127,6 +130,57 @@ def extract(
             text += "\n\n" + split.tail
         (package / f"{module}.py").write_text(text)
     return Path(directory)
+
+
+#: what an IPython command in a graded cell becomes (its own text after it, in a comment)
+NOT_RUN = "pass  # IPython, not run when graded: "
+
+
+def as_python(text: str) -> str:
+    """A code cell as Python. A kernel also runs IPython's own syntax (`%time y = f(x)`,
+    `!pip install ...`, `x = !ls`, `Value?`, a `%%time` over the cell), and so does `nbgrader
+    autograde`; a module cannot hold it, and one such line left in a graded cell made the
+    whole assignment a syntax error, where autograde gave full marks. Each such line becomes
+    `pass` in place (its command does not run: none of these changes what the cell defines;
+    the lines keep their numbers), but for `%time`'s statement, which runs (`_statement`);
+    a cell magic's first line is blanked (the cell's own code runs). Lines are read as
+    IPython reads them, strings and all; a cell that compiles is left alone, and so is one
+    IPython cannot make Python of: its syntax error says where."""
+    try:
+        compile(text, "<cell>", "exec")
+        return text
+    except (SyntaxError, ValueError):
+        pass
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:  # no IPython: no kernel ran it either
+        return text
+    lines = text.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # IPython drops blank ones
+    if first < len(lines) and lines[first].lstrip().startswith("%%"):
+        lines[first] = ""
+        first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    try:
+        made = TransformerManager().transform_cell("\n".join(lines[first:])).split("\n")
+    except Exception:  # IPython's own parse failed: the syntax error is the cell's
+        return text
+    count = len(lines) - first
+    if len(made) < count or any(extra.strip() for extra in made[count:]):
+        return "\n".join(lines)  # not line for line: left as it is, but for a cell magic's line
+    return "\n".join(
+        lines[:first] + [_statement(line, new) for line, new in zip(lines[first:], made, strict=False)]
+    )
+
+
+def _statement(line: str, made: str) -> str:
+    """One line of a cell as Python, from what IPython `made` of it: its own text unless that
+    is an IPython command; `%time` runs its statement in the cell's namespace, so the statement
+    stays (`%time w = init()` defines `w`); any other command becomes NOT_RUN."""
+    if made == line or "get_ipython()" not in made:
+        return line
+    indent, command = line[: len(line) - len(line.lstrip())], line.strip()
+    timed = re.fullmatch(r"%time\s+(\S.*)", command)
+    return f"{indent}{timed.group(1)}" if timed else f"{indent}{NOT_RUN}{command}"
 
 
 def _cell_id(topic: str) -> str:

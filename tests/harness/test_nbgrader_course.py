@@ -68,6 +68,13 @@ CELL_TIMEOUT = 12
 #: own reports): well above any honest case's run, and what each case of the hanging
 #: submission costs before the cut-off
 CASE_TIMEOUT = 3.0
+#: IPython's own commands in the graded cell (the only one a student writes), which a kernel
+#: runs: `%%time` over it, `%time` running its statement, the others printing; the fast
+#: path grades the cell as autograde does, not as a syntax error
+IN_THE_ENGINE = (
+    "class Value:\n",
+    "%%time\n!echo engine\n%time TWO = 1 + 1\n%timeit -n1 -r1 TWO * 2\n\n\nclass Value:\n",
+)
 MUL = "other.grad += self.data * out.grad"
 WRONG = "other.grad += other.data * out.grad"
 
@@ -86,6 +93,7 @@ def submissions(course):
         ),
         ("untouched", m): released(course, m),
         ("hang", m): edit(filled(course, m), "        self.grad = 1.0\n", HANG),
+        ("ipython", m): edit(filled(course, m), *IN_THE_ENGINE),
         ("deleted", m): without_ops,
         ("correct", "needle"): filled(course, "needle"),
     }
@@ -239,6 +247,12 @@ def test_exported_scores_equal_the_graders(course):
     assert scores["correct", "micrograd"] == reports["correct", "micrograd"].max_score
     assert scores["correct", "needle"] == reports["correct", "needle"].max_score
     assert scores["buggy", "micrograd"] < scores["correct", "micrograd"]
+    # IPython's commands in graded cells: full marks from the kernel and from the fast path
+    assert (
+        scores["ipython", "micrograd"]
+        == reports["ipython", "micrograd"].score
+        == reports["ipython", "micrograd"].max_score
+    )
 
 
 def test_each_cell_scores_its_topic(course):

@@ -5,6 +5,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from grader.authoring.notebooks import build, check, split_module
 from grader.authoring.notebooks import test_cell_source as cell_source
 from grader.case.limits import SHORT_TIMEOUT
@@ -238,3 +240,28 @@ def test_the_fast_path_writes_a_test_cells_output_and_restores_locked_cells(tmp_
     assert first["outputs"][1]["data"] == {"text/plain": "1.5"}
     assert second["source"] == "x = 2" and second["outputs"] == [] and second["execution_count"] is None
     assert extract(submitted, tmp_path / "out", "micrograd", source=source).is_dir()  # no crash either
+
+
+def test_a_cells_ipython_commands_are_not_a_syntax_error_and_keep_their_lines():
+    pytest.importorskip("IPython")
+    from grader.authoring.nbgrader_io import NOT_RUN, as_python
+
+    cell = (
+        "%%time\n"
+        "!pip install numpy\n"
+        "%time w = [1, 2]\n"
+        'DOC = """\n%not a command\n!nor this\n"""\n'
+        "def f():\n"
+        "    %timeit -n1 f\n"
+        "    return w\n"
+        "files = !ls\n"
+        "f?\n"
+    )
+    made = as_python(cell)
+    namespace: dict = {}
+    exec(compile(made, "cell", "exec"), namespace)  # noqa: S102 - the test's own text
+    assert namespace["f"]() == [1, 2] and namespace["DOC"] == "\n%not a command\n!nor this\n"
+    assert len(made.splitlines()) == len(cell.splitlines())  # a message's line numbers hold
+    assert made.count(NOT_RUN) == 4 and f"{NOT_RUN}!pip install numpy" in made
+    assert as_python("class A:\n    pass\n") == "class A:\n    pass\n"
+    assert as_python("x = = 1\n") == "x = = 1\n"  # not IPython either: its syntax error says where
