@@ -6,7 +6,9 @@
   (docstring, imports) and before the tail of reference/'s file. Locked cells take the source
   notebook's text when it is given, as `nbgrader autograde` restores them. A cell's IPython
   commands (`%time ...`, `!pip ...`), which a kernel runs and a module cannot hold, become
-  `pass` (`as_python`).
+  `pass` (`as_python`); what a cell the student added defines (a helper, an import, a
+  constant) joins the module of the graded cell above it, and what it runs does not
+  (`definitions`).
 - `cell_scores` sums a report's case scores per test cell (one per topic); `cell_outputs`
   adds what each test cell prints when nbgrader autogrades it (`grader.report.cell.printed`).
 - `write_grades` stores those scores in nbgrader's gradebook.db through nbgrader's own
@@ -19,10 +21,13 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import contextlib
 import json
 import re
 import shutil
+import textwrap
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -111,25 +116,118 @@ def extract(
     cells = read_cells(notebook)
     originals = _cells_by_id(read_cells(source)) if source else {}
     bodies: dict[str, list[str]] = {module: [] for module in LAYOUT[assignment]}
+    files = package_files(reference, assignment)
+    known = {module: bound_names(files[module].head) for module in bodies}  # grows as cells come
+    above = LAYOUT[assignment][0]  # the module of the last graded cell above: a student's own cell joins it
     for cell in cells:
         module = cell.metadata.get("grader", {}).get("module")
-        if cell.cell_type != "code" or type(module) is not str or module not in bodies:
+        if cell.cell_type != "code":
             continue
-        text = cell.source
-        if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
-            text = originals[grade_id(cell)].source
-        bodies[module].append(as_python(text).strip("\n"))
+        if type(module) is str and module in bodies:
+            text = cell.source
+            if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
+                text = originals[grade_id(cell)].source
+            bodies[module].append(as_python(text).strip("\n"))
+            known[module] |= bound_names(bodies[module][-1])
+            above = module
+        elif not cell.metadata.get("nbgrader") and (defined := definitions(cell.source, known[above])):
+            bodies[above].append(defined)  # a cell the student added: what it defines
     package = Path(directory) / assignment
     if package.exists():
         shutil.rmtree(package)
     package.mkdir(parents=True)
     shutil.copy(reference / assignment / "__init__.py", package / "__init__.py")
-    for module, split in package_files(reference, assignment).items():
+    for module, split in files.items():
         text = split.head + "\n\n\n".join(bodies[module]) + "\n"
         if split.tail:
             text += "\n\n" + split.tail
         (package / f"{module}.py").write_text(text)
     return Path(directory)
+
+
+def bound_names(code: str) -> set[str]:
+    """The names a module's code binds at its top level (its imports, functions, classes and
+    assignments): what a student's own cell below it may use as it is defined."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _defines_only(node: ast.stmt, known: set[str]) -> bool:
+    """Does defining `node` run nothing but what it defines, and use only `known` names? A
+    function's decorators and defaults, a class's bases and body, an assignment's value: no
+    call in them, and no name the module has not bound (the student's experiments are not
+    kept, so a name they made is not there)."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return True
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        parts: list[ast.AST] = [*node.decorator_list, *node.args.defaults]
+        parts += [d for d in node.args.kw_defaults if d is not None]
+    elif isinstance(node, ast.ClassDef):
+        parts = [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+        for inner in node.body:
+            if isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Constant):
+                continue  # its docstring
+            if not isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.Assign | ast.Pass):
+                return False
+            if isinstance(inner, ast.Assign):
+                parts.append(inner.value)
+            else:
+                parts += [*inner.decorator_list, *inner.args.defaults]
+    elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        parts = [node.value, *(t.value for t in targets if isinstance(t, ast.Attribute | ast.Subscript))]
+    else:
+        return False
+    allowed = known | BUILTINS
+    used = [n for part in parts for n in ast.walk(part)]
+    return not any(isinstance(n, RUNS) or (isinstance(n, ast.Name) and n.id not in allowed) for n in used)
+
+
+#: what defining a statement must not do to be kept from a student's own cell (see `definitions`)
+RUNS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda)
+BUILTINS = frozenset(dir(builtins))
+
+
+def definitions(text: str, known: set[str]) -> str:
+    """What a code cell the student added defines, as a module can hold it. A kernel runs every
+    cell, so graded code may use a helper, an import or a constant from a cell of the student's
+    own (`nbgrader autograde` gave full marks; the fast path, reading the graded cells alone, a
+    NameError). Its functions, classes, imports and constants are kept, in the module of the
+    last graded cell above it (the first module's, for a cell above them all; a later
+    definition replaces an earlier one there, as in the kernel), where defining them runs
+    nothing and uses only names the module has (`known`, which grows with what is kept). What
+    the cell runs (a call, a loop, a print: the student's experiments) is not kept: where the
+    kernel goes on to the next cell, it would stop the module's import. An import of what the
+    grading sandbox lacks (torch) is passed over; a cell that is not Python is left out."""
+    code = as_python(text)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    lines, kept = code.split("\n"), []
+    for node in tree.body:
+        if not _defines_only(node, known):
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        whole = "\n".join(lines[first - 1 : node.end_lineno]) if first < node.lineno else None
+        source = whole or ast.get_source_segment(code, node) or ""
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            source = "try:\n" + textwrap.indent(source, "    ") + "\nexcept ImportError:\n    pass"
+        kept.append(source)
+        known |= bound_names(source)  # not an import's names: it may fail in the sandbox
+    return "\n\n\n".join(kept)
 
 
 #: what an IPython command in a graded cell becomes (its own text after it, in a comment)

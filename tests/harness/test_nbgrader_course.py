@@ -20,6 +20,7 @@ import subprocess
 import sys
 import warnings
 
+import nbformat
 import pytest
 
 from grader.authoring.leaks import scan, secrets
@@ -75,6 +76,27 @@ IN_THE_ENGINE = (
     "class Value:\n",
     "%%time\n!echo engine\n%time TWO = 1 + 1\n%timeit -n1 -r1 TWO * 2\n\n\nclass Value:\n",
 )
+#: a student's own cells around the graded one: a helper above it, which the graded cell now
+#: uses, and an experiment below it (the kernel runs both; the fast path keeps the helper)
+HELPER_CELL = (
+    "import numpy as np\n\nSCALE = 1.0\n\n\ndef accumulate(node, amount):\n    node.grad += SCALE * amount\n"
+)
+EXPERIMENT_CELL = "a = Value(2.0)\nb = a + a\nb.backward()\nprint(a.grad)\nc = a * b\n"
+ADD_RULE = (
+    "            self.grad += out.grad\n            other.grad += out.grad\n",
+    "            accumulate(self, out.grad)\n            accumulate(other, out.grad)\n",
+)
+
+
+def with_own_cells(nb):
+    """The notebook with HELPER_CELL above its graded cell (which then uses it) and
+    EXPERIMENT_CELL below it, as cells the student added (no nbgrader metadata)."""
+    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("grader", {}).get("module") == "engine")
+    own = nbformat.v4.new_code_cell
+    nb.cells[at : at + 1] = [own(HELPER_CELL), nb.cells[at], own(EXPERIMENT_CELL)]
+    return edit(nb, *ADD_RULE)
+
+
 MUL = "other.grad += self.data * out.grad"
 WRONG = "other.grad += other.data * out.grad"
 
@@ -94,6 +116,7 @@ def submissions(course):
         ("untouched", m): released(course, m),
         ("hang", m): edit(filled(course, m), "        self.grad = 1.0\n", HANG),
         ("ipython", m): edit(filled(course, m), *IN_THE_ENGINE),
+        ("own-cells", m): with_own_cells(filled(course, m)),
         ("deleted", m): without_ops,
         ("correct", "needle"): filled(course, "needle"),
     }
@@ -253,6 +276,9 @@ def test_exported_scores_equal_the_graders(course):
         == reports["ipython", "micrograd"].score
         == reports["ipython", "micrograd"].max_score
     )
+    # a helper in a cell of the student's own: full marks from the kernel and from the fast path
+    mine = reports["own-cells", "micrograd"]
+    assert scores["own-cells", "micrograd"] == mine.score == mine.max_score
 
 
 def test_each_cell_scores_its_topic(course):

@@ -265,3 +265,33 @@ def test_a_cells_ipython_commands_are_not_a_syntax_error_and_keep_their_lines():
     assert made.count(NOT_RUN) == 4 and f"{NOT_RUN}!pip install numpy" in made
     assert as_python("class A:\n    pass\n") == "class A:\n    pass\n"
     assert as_python("x = = 1\n") == "x = = 1\n"  # not IPython either: its syntax error says where
+
+
+def test_a_students_own_cell_gives_the_graded_code_its_definitions_and_runs_nothing():
+    from grader.authoring.nbgrader_io import definitions
+
+    cell = (
+        "import numpy as np\n"
+        "import a_module_the_sandbox_lacks\n"
+        "EPS = 1e-8\n"
+        "a = Value(2.0)\n"  # an experiment: not kept, so nothing that uses `a` is either
+        "b = a * a\n"
+        "def helper(x, eps=EPS):\n    return x + eps\n"
+        "def uses_an_experiment(v=a):\n    return v\n"
+        "Value.__radd__ = helper\n"
+        "class Node(Value):\n    '''mine'''\n    def f(self):\n        return 1\n"
+        "class Runs:\n    made = Value(1.0)\n"
+        "for i in range(3):\n    print(i)\n"
+        "%time SQUARED = EPS ** 2\n"
+    )
+    known = {"Value"}
+    made = definitions(cell, known)
+    namespace = {"Value": type("Value", (), {})}
+    exec(compile(made, "cell", "exec"), namespace)  # noqa: S102 - the test's own text
+    assert namespace["helper"](1.0) == 1.0 + 1e-8 and namespace["SQUARED"] == 1e-8**2
+    assert namespace["Value"].__radd__ is namespace["helper"] and issubclass(
+        namespace["Node"], namespace["Value"]
+    )
+    assert not {"a", "b", "uses_an_experiment", "Runs", "i", "a_module_the_sandbox_lacks"} & set(namespace)
+    assert {"EPS", "helper", "Node", "SQUARED"} <= known and "np" not in known  # an import may fail
+    assert definitions("x = = 1\n", set()) == ""
