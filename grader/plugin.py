@@ -263,6 +263,8 @@ class _State:
         self._directory: Path | None = None
         #: why the submission cannot be read at all (a hostile zip), if it cannot
         self.refused: str | None = None
+        #: whether the run stopped before its last test (see `pytest_sessionfinish`)
+        self.stopped = False
 
     @functools.cached_property
     def oracle(self) -> Oracle:
@@ -291,6 +293,14 @@ class _State:
             except intake.IntakeError as exc:  # every case says why
                 self._directory, self.refused = self.impl, str(exc)
         return self._directory
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Whether the run stopped before its last test (-x, --maxfail, Ctrl-C): its score
+        then counts only the tests that ran, and says so."""
+        self.stopped = (
+            bool(session.shouldstop or session.shouldfail) or exitstatus == pytest.ExitCode.INTERRUPTED
+        )
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -425,6 +435,13 @@ class _State:
             tr.write_line(f"note: {note}", yellow=True)
         for line, ok in topic_lines(self.report, self.report.results):
             tr.write_line(line, green=ok, red=not ok)
+        if self.stopped:
+            ran, chosen = len(self.report.results), len(self.scoped)
+            tr.write_line(
+                f"the run stopped early (-x, --maxfail or Ctrl-C): {ran} of the {chosen} graded tests "
+                "ran, and this score counts those alone",
+                yellow=True,
+            )
         tr.write_line(
             f"Score: {self.report.score:g}/{self.report.max_score:g} points for {self.impl}", bold=True
         )

@@ -685,3 +685,16 @@ def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypa
     message = str(caught.value)
     assert "\n" not in message and "does not know micrograd's grade cells" in message, message
     assert "nbgrader generate_assignment micrograd" in message
+
+
+def test_a_run_stopped_early_says_its_score_counts_only_what_ran(tmp_path):
+    """`-x` stops at the first failure: the score counts that one test, and says so, where
+    "Score: 0/1" alone reads as the student's grade. A run that ends says nothing of it."""
+    stopped = pytest_run(COMPOSITE, "--impl", str(REPO / "student_template"), "-x", "-p", "no:cacheprovider")
+    whole = pytest_run(COMPOSITE, "--impl", str(REPO / "student_template"), "-p", "no:cacheprovider")
+    collected = int(re.search(r"collected (\d+) item", whole.stdout).group(1))
+    assert (
+        f"the run stopped early (-x, --maxfail or Ctrl-C): 1 of the {collected} graded tests ran"
+        in stopped.stdout
+    )
+    assert "stopped early" not in whole.stdout and "Score:" in whole.stdout
