@@ -687,7 +687,7 @@ def test_a_course_without_the_assignment_is_the_users_mistake(tmp_path, monkeypa
     assert "nbgrader generate_assignment micrograd" in message
 
 
-def test_a_run_stopped_early_says_its_score_counts_only_what_ran(tmp_path):
+def test_a_run_stopped_early_says_its_score_counts_only_what_ran():
     """`-x` stops at the first failure: the score counts that one test, and says so, where
     "Score: 0/1" alone reads as the student's grade. A run that ends says nothing of it."""
     stopped = pytest_run(COMPOSITE, "--impl", str(REPO / "student_template"), "-x", "-p", "no:cacheprovider")
