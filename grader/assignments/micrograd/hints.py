@@ -59,6 +59,11 @@ NO_GRADIENT = (
     "or make it default to True)"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+UNHASHABLE = (
+    "a Value must be hashable, as the graph's sets and dicts of nodes (`_prev`, `visited`) need it: a class "
+    "that defines __eq__ (a @dataclass does) loses the __hash__ it had; keep it "
+    "(`__hash__ = object.__hash__`, or @dataclass(eq=False)), or drop the __eq__"
+)
 TOPO = ""
 LAZY = ""
 HIGHER_ORDER = ""

@@ -235,6 +235,14 @@ def recursion(evidence: Any) -> dict[str, str] | None:
     return {} if failure is not None and failure.type == "RecursionError" else None
 
 
+def unhashable(evidence: Any) -> dict[str, str] | None:
+    """A TypeError that the engine's node class cannot be hashed (a set or dict of nodes)."""
+    failure = evidence.failure
+    if failure is None or failure.type != "TypeError":
+        return None
+    return {} if "unhashable type: 'Value'" in failure.message else None
+
+
 def _mlp_outputs(
     weights: list[float], sizes: tuple[int, ...], xs: list[float], relu: tuple[bool, bool]
 ) -> list[float]:
@@ -363,6 +371,7 @@ SLIPS = (
         neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, recursion),
+    Slip("unhashable-node", hints.UNHASHABLE, unhashable),
     Slip(
         "hidden-layers-linear",
         "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "

@@ -45,6 +45,12 @@ NO_GRADIENT = (
     "the requires_grad it is given"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+UNHASHABLE = (
+    "a Tensor must be hashable, as the graph's sets and dicts of nodes (`visited`, the "
+    "gradients' dict) need it: a class that defines __eq__ (a @dataclass does) loses the "
+    "__hash__ it had; keep it "
+    "(`__hash__ = object.__hash__`, or @dataclass(eq=False)), or drop the __eq__"
+)
 TOPO = ORDER
 LAZY = (
     "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "

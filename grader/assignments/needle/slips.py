@@ -327,6 +327,14 @@ def recursion(evidence: Any) -> dict[str, str] | None:
     return {} if failure is not None and failure.type == "RecursionError" else None
 
 
+def unhashable(evidence: Any) -> dict[str, str] | None:
+    """A TypeError that the engine's node class cannot be hashed (a set or dict of nodes)."""
+    failure = evidence.failure
+    if failure is None or failure.type != "TypeError":
+        return None
+    return {} if "unhashable type: 'Tensor'" in failure.message else None
+
+
 SLIPS = (
     Slip(
         "node-before-inputs",
@@ -450,4 +458,5 @@ SLIPS = (
         blame="backward",
     ),
     Slip("recursive-sort", hints.RECURSION, recursion),
+    Slip("unhashable-node", hints.UNHASHABLE, unhashable),
 )

@@ -348,6 +348,22 @@ BUGS = [
         says=("the MLP contract",),
         slip=("last layer applies ReLU",),
     ),
+    Bug(
+        "value-eq-unhashable",
+        "Value defines __eq__ (by data), so Python takes its __hash__ away: no set can hold a node",
+        [
+            (
+                ENGINE,
+                "    def __add__(self, other):\n",
+                "    def __eq__(self, other):\n"
+                "        return isinstance(other, Value) and self.data == other.data\n\n"
+                "    def __add__(self, other):\n",
+            )
+        ],
+        caught_by=["test_accumulation::add_twice", "test_composite::*", "test_deep::chain_5000"],
+        says=("TypeError", "unhashable"),
+        slip=("must be hashable", "__hash__ = object.__hash__"),
+    ),
 ]
 
 BY_NAME = {bug.name: bug for bug in BUGS}

@@ -438,4 +438,19 @@ BUGS = [
         says=("ReLU",),
         slip=("keeps its input's dtype",),
     ),
+    Bug(
+        "tensor-eq-unhashable",
+        "Tensor defines __eq__, so Python takes its __hash__ away: no set or dict can hold a node",
+        [
+            (
+                AUTOGRAD,
+                'class Tensor(Value):\n    grad: "Tensor"\n',
+                'class Tensor(Value):\n    grad: "Tensor"\n\n'
+                "    def __eq__(self, other):\n        return self is other\n",
+            )
+        ],
+        caught_by=["test_topo::*", "test_composite::*"],
+        says=("TypeError", "unhashable"),
+        slip=("must be hashable", "__hash__ = object.__hash__"),
+    ),
 ]
