@@ -98,6 +98,26 @@ def output_for_input(evidence: Any) -> dict[str, str] | None:
     return _swapped(evidence, ("log",))
 
 
+def own_input(evidence: Any) -> dict[str, str] | None:
+    """mul's rule gave an input its own value times out.grad, where d(a*b)/da is b: the other
+    input's (a number, in `a * 2`, is an input too). Told apart only where the two inputs
+    differ: `a * a` is right either way."""
+    for i, op, e, a in _wrong_rules(evidence):
+        inputs = evidence.tape.steps[i].inputs
+        if op != "mul" or len(inputs) != 2:
+            continue
+        values = [
+            float(evidence.value(r.index).reshape(-1)[0]) if isinstance(r, NodeRef) else float(r)
+            for r in inputs
+        ]
+        leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]  # each one's contribution, in a
+        if _same(values[0], values[1]) or len(leaves) != len(a):
+            continue
+        if any(_same(a[k], PROBE_GRAD * values[j]) and not _same(a[k], e[k]) for k, j in enumerate(leaves)):
+            return {"op": op}
+    return None
+
+
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     """pow's rule took x to the power n (or n - 2) where the derivative has n - 1: what it
     sent is the right contribution times x (or over x)."""
@@ -347,6 +367,12 @@ SLIPS = (
         "leaf Value with the same data",
         detach_passes_gradient,
         blame="detach",
+    ),
+    Slip(
+        "own-input",
+        "mul's rule gives an input its own value times out.grad: d(a * b)/da is b, the other "
+        "input (`self.grad += other.data * out.grad`, `other.grad += self.data * out.grad`)",
+        own_input,
     ),
     Slip(
         "power-off-by-one",

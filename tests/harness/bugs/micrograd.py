@@ -349,6 +349,25 @@ BUGS = [
         slip=("last layer applies ReLU",),
     ),
     Bug(
+        "mul-own-input",
+        "mul's rule gives self its own value: `self.grad += self.data * out.grad`",
+        [
+            (
+                ENGINE,
+                "            self.grad += other.data * out.grad\n",
+                "            self.grad += self.data * out.grad\n",
+            )
+        ],
+        caught_by=[
+            "test_ops::rule[mul]",
+            "test_ops::rule[mul-number]",
+            "test_ops::backward[mul]",
+            "test_accumulation::mul_self",
+        ],
+        says=("wrong gradient from mul",),
+        slip=("its own value", "the other input"),
+    ),
+    Bug(
         "value-eq-unhashable",
         "Value defines __eq__ (by data), so Python takes its __hash__ away: no set can hold a node",
         [
