@@ -7,6 +7,7 @@ first line. A detector reads only what the verdict has (`grader.verdict.diagnose
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,21 @@ def _rules(evidence: Any) -> list[tuple[str, Any, Any, Any, Any, Any]]:
                 g = tape.expected[i]["grad"].array()
                 found.append((cls, x.reshape(-1), y.reshape(-1), g.reshape(-1), *pair))
     return found
+
+
+def gradients_swapped(evidence: Any) -> dict[str, str] | None:
+    """Two inputs' gradients came back in each other's places (`return out_grad * lhs,
+    out_grad * rhs` for a product): each got what the other should have."""
+    grads = [
+        m
+        for m in evidence.mismatches
+        if m.reason == "value" and m.expected is not None and m.actual is not None
+        and (m.is_grad or m.name.startswith("gradient for"))
+    ]  # fmt: skip
+    for m, n in itertools.combinations(grads, 2):
+        if _same(m.actual.array(), n.expected.array()) and _same(n.actual.array(), m.expected.array()):
+            return {"op": _op(evidence)}
+    return None
 
 
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
@@ -419,6 +435,12 @@ SLIPS = (
         "in b is a**b * log(a)",
         pow_exponent_without_log,
         blame="{op}",
+    ),
+    Slip(
+        "gradients-swapped",
+        "{op}'s gradient gives each input the other's gradient: the i-th gradient returned is "
+        "for node.inputs[i] (for a * b: out_grad * b for a, then out_grad * a for b)",
+        gradients_swapped,
     ),
     Slip(
         "wrong-sign",

@@ -439,6 +439,23 @@ BUGS = [
         slip=("keeps its input's dtype",),
     ),
     Bug(
+        "mul-gradients-swapped",
+        "EWiseMul's gradient returns each input's own product: `out_grad * lhs, out_grad * rhs`",
+        [
+            (
+                OPS,
+                "        return out_grad * rhs, out_grad * lhs\n",
+                "        return out_grad * lhs, out_grad * rhs\n",
+            )
+        ],
+        caught_by=[
+            "test_op_gradients::op_gradient[EWiseMul]",
+            "test_op_gradients::op_gradient_float32[EWiseMul]",
+        ],
+        says=("EWiseMul",),
+        slip=("the other's gradient", "node.inputs[i]"),
+    ),
+    Bug(
         "tensor-eq-unhashable",
         "Tensor defines __eq__, so Python takes its __hash__ away: no set or dict can hold a node",
         [
