@@ -157,6 +157,14 @@ def gradients_swapped(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def matmul_shapes(evidence: Any) -> dict[str, str] | None:
+    """NumPy's matmul refused two factors inside MatMul's gradient: their shapes do not line
+    up (a product in the wrong order, a transpose missing or one too many)."""
+    failure = evidence.failure
+    said = failure is not None and failure.type == "ValueError" and "matmul" in failure.message
+    return {} if said and failure.rule == "MatMul.gradient" else None
+
+
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
     """ReLU's gradient passed out_grad on where the input is exactly 0, and is right elsewhere."""
     for op, x, _, g, e, a in _rules(evidence):
@@ -435,6 +443,14 @@ SLIPS = (
         "in b is a**b * log(a)",
         pow_exponent_without_log,
         blame="{op}",
+    ),
+    Slip(
+        "matmul-factors-misaligned",
+        "MatMul's gradient multiplies factors whose shapes do not line up: for out = a @ b, a's "
+        "gradient is out_grad @ b^T (a's shape) and b's is a^T @ out_grad (b's shape); the "
+        "order of the factors matters, and so do the transposes",
+        matmul_shapes,
+        blame="MatMul",
     ),
     Slip(
         "gradients-swapped",

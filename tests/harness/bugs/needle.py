@@ -456,6 +456,20 @@ BUGS = [
         slip=("the other's gradient", "node.inputs[i]"),
     ),
     Bug(
+        "matmul-gradient-factors-swapped",
+        "MatMul's gradient for a multiplies in the wrong order: `matmul(transpose(b), out_grad)`",
+        [
+            (
+                OPS,
+                "        grad_a = matmul(out_grad, transpose(b))\n",
+                "        grad_a = matmul(transpose(b), out_grad)\n",
+            )
+        ],
+        caught_by=["test_matmul::matmul[2d]", "test_op_gradients::op_gradient[MatMul]"],
+        says=("MatMul.gradient",),
+        slip=("do not line up", "out_grad @ b^T"),
+    ),
+    Bug(
         "tensor-eq-unhashable",
         "Tensor defines __eq__, so Python takes its __hash__ away: no set or dict can hold a node",
         [
