@@ -370,8 +370,8 @@ SLIPS = (
     ),
     Slip(
         "own-input",
-        "mul's rule gives an input its own value times out.grad: d(a * b)/da is b, the other "
-        "input (`self.grad += other.data * out.grad`, `other.grad += self.data * out.grad`)",
+        "mul's rule gives an input its own value times out.grad, where d(a * b)/da is b: each "
+        "input's gradient takes the other input's value",
         own_input,
     ),
     Slip(

@@ -365,7 +365,7 @@ BUGS = [
             "test_accumulation::mul_self",
         ],
         says=("wrong gradient from mul",),
-        slip=("its own value", "the other input"),
+        slip=("its own value", "the other input's value"),
     ),
     Bug(
         "value-eq-unhashable",
