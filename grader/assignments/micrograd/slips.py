@@ -157,6 +157,8 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
     """-x has the right value and gradient, yet x got none from it: it is a new Value made
     from x's number, with no edge back to x."""
     tape = evidence.tape
+    if _wrong_rules(evidence):  # a wrong rule elsewhere can cancel x's gradient out
+        return None
     for i, step in enumerate(tape.steps):
         if step.op != "neg" or not tape.actual or not evidence.inputs(i):
             continue
@@ -166,6 +168,16 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
             continue
         if _same(got.array(), 0.0) and not _same(want.array(), 0.0):
             return {"op": "neg"}
+    return None
+
+
+def relu_passes_negative(evidence: Any) -> dict[str, str] | None:
+    """relu's rule sent a gradient back to an input below 0, where relu is flat: no mask, or
+    its test the wrong way round."""
+    for i, op, e, a in _wrong_rules(evidence):
+        if op == "relu" and float(evidence.value(evidence.inputs(i)[0]).reshape(-1)[0]) < 0:
+            if _same(e, np.zeros_like(e)) and not _same(a, e):
+                return {"op": op}
     return None
 
 
@@ -336,6 +348,13 @@ SLIPS = (
         "output-for-input",
         "{op}'s rule uses its output (out.data) where its derivative needs the input (self.data)",
         output_for_input,
+    ),
+    Slip(
+        "relu-passes-negative",
+        "relu's rule sends a gradient back to an input below 0: relu is flat there (its slope is "
+        "1 where the input is above 0 and 0 elsewhere), so its rule passes out.grad on only "
+        "where the input is above 0",
+        relu_passes_negative,
     ),
     Slip(
         "relu-slope-at-zero",

@@ -349,6 +349,20 @@ BUGS = [
         slip=("last layer applies ReLU",),
     ),
     Bug(
+        "relu-no-mask",
+        "relu's rule passes out.grad back whatever the input's sign",
+        [
+            (
+                ENGINE,
+                "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n",
+                "            self.grad += out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[relu-negative]", "test_ops::backward[relu-negative]"],
+        says=("wrong gradient from relu",),
+        slip=("below 0", "relu is flat there"),
+    ),
+    Bug(
         "mul-own-input",
         "mul's rule gives self its own value: `self.grad += self.data * out.grad`",
         [
