@@ -198,3 +198,28 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+#: bug -> the only slips its failing cases may name, over every case of its assignment: each
+#: named another slip once (a relu without a mask cancelled x's gradient and was told its -x
+#: was outside the graph; no seed at all was told that; a summation not broadcast back gave a
+#: right MatMul the wrong out_grad, and MatMul's factors were blamed)
+ONLY_SLIPS = {
+    ("micrograd", "relu-no-mask"): {"relu-passes-negative", "relu-slope-at-zero"},
+    ("micrograd", "no-seed"): set(),
+    ("micrograd", "closures-in-topological-order"): {"topological-order"},
+    ("needle", "summation-not-broadcast-back"): {"not-broadcast-back"},
+}
+
+
+@pytest.mark.parametrize(("assignment", "name"), sorted(ONLY_SLIPS))
+def test_no_message_names_a_slip_the_bug_did_not_make(assignment, name, oracle, tmp_path):
+    """A slip's line says what the student did wrong: where it is not what they did, it sends
+    them after the wrong fix. Over every case, the bug's failures name only its own slips."""
+    bug = next(b for b in BANKS[assignment] if b.name == name)
+    cases = collect(REPO / "tests", [assignment], ["public", "hidden"])
+    submission = materialize(bug, tmp_path / name)
+    named = {
+        r.slip for r in score(cases, oracle, run_in_process(submission, cases), {}) if not r.passed and r.slip
+    }
+    assert named <= ONLY_SLIPS[assignment, name]

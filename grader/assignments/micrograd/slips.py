@@ -164,8 +164,8 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
             continue
         x = evidence.inputs(i)[0]
         got, want = tape.actual[x]["grad"], tape.expected[x]["grad"]
-        if got is None or want is None or tape.differs(i, "value"):
-            continue
+        if got is None or want is None or tape.differs(i, "value") or tape.differs(i, "grad"):
+            continue  # -x itself must be right: with no gradient anywhere (no seed), x has none either
         if _same(got.array(), 0.0) and not _same(want.array(), 0.0):
             return {"op": "neg"}
     return None
@@ -257,7 +257,8 @@ def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
         want_u, want_t = tape.expected[j]["grad"], tape.expected[i]["grad"]
         if None in (got_u, got_t, want_u, want_t):
             continue
-        if _same(got_u.array(), got_t.array()) and not _same(want_u.array(), want_t.array()):
+        one = _same(got_u.array(), got_t.array()) and not _same(got_t.array(), 0.0)  # not no gradient at all
+        if one and not _same(want_u.array(), want_t.array()):
             return {"at": tape.expression(j)}
     return None
 

@@ -162,7 +162,16 @@ def matmul_shapes(evidence: Any) -> dict[str, str] | None:
     up (a product in the wrong order, a transpose missing or one too many)."""
     failure = evidence.failure
     said = failure is not None and failure.type == "ValueError" and "matmul" in failure.message
-    return {} if said and failure.rule == "MatMul.gradient" else None
+    if not said or failure.rule != "MatMul.gradient":
+        return None
+    # only where the rule is known to be at fault: run alone on the right out_grad, or probed
+    # alone and wrong; in a backward, a rule upstream may have sent it an out_grad of the wrong shape
+    tape = evidence.tape
+    alone = any(step.op == "MatMul.gradient" for step in tape.steps)
+    matmuls = [
+        i for i, step in enumerate(tape.steps) if tape.hints.op_class(step.op, step.inputs) == "MatMul"
+    ]
+    return {} if alone or any(tape.rule(i) is False for i in matmuls) else None
 
 
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
