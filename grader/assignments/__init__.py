@@ -70,6 +70,17 @@ class Slip:
         return self.line.format(**fields)
 
 
+def raised(kind: str, saying: str = "") -> Callable[[Any], dict[str, str] | None]:
+    """A slip's detector for an exception the submission raised: of type `kind`, its message
+    holding `saying` (RecursionError; TypeError "unhashable type: 'Value'")."""
+
+    def detect(evidence: Any) -> dict[str, str] | None:
+        failure = evidence.failure
+        return {} if failure is not None and failure.type == kind and saying in failure.message else None
+
+    return detect
+
+
 def get(name: str) -> Assignment:
     found = markers(name)  # an unknown name is a KeyError here
     adapter = importlib.import_module(f"{__name__}.{name}.adapter")

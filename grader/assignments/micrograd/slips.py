@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip
+from grader.assignments import Slip, raised
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
 from grader.case.trace import NodeRef
@@ -263,19 +263,6 @@ def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def recursion(evidence: Any) -> dict[str, str] | None:
-    failure = evidence.failure
-    return {} if failure is not None and failure.type == "RecursionError" else None
-
-
-def unhashable(evidence: Any) -> dict[str, str] | None:
-    """A TypeError that the engine's node class cannot be hashed (a set or dict of nodes)."""
-    failure = evidence.failure
-    if failure is None or failure.type != "TypeError":
-        return None
-    return {} if "unhashable type: 'Value'" in failure.message else None
-
-
 def _mlp_outputs(
     weights: list[float], sizes: tuple[int, ...], xs: list[float], relu: tuple[bool, bool]
 ) -> list[float]:
@@ -416,8 +403,8 @@ SLIPS = (
         "build it from an op on x (x * -1)",
         neg_outside_the_graph,
     ),
-    Slip("recursive-sort", hints.RECURSION, recursion),
-    Slip("unhashable-node", hints.UNHASHABLE, unhashable),
+    Slip("recursive-sort", hints.RECURSION, raised("RecursionError")),
+    Slip("unhashable-node", hints.UNHASHABLE, raised("TypeError", "unhashable type: 'Value'")),
     Slip(
         "hidden-layers-linear",
         "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip
+from grader.assignments import Slip, raised
 from grader.assignments.needle import hints
 from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND
 
@@ -355,19 +355,6 @@ def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
     return {"op": "Summation"} if several else None
 
 
-def recursion(evidence: Any) -> dict[str, str] | None:
-    failure = evidence.failure
-    return {} if failure is not None and failure.type == "RecursionError" else None
-
-
-def unhashable(evidence: Any) -> dict[str, str] | None:
-    """A TypeError that the engine's node class cannot be hashed (a set or dict of nodes)."""
-    failure = evidence.failure
-    if failure is None or failure.type != "TypeError":
-        return None
-    return {} if "unhashable type: 'Tensor'" in failure.message else None
-
-
 SLIPS = (
     Slip(
         "node-before-inputs",
@@ -504,6 +491,6 @@ SLIPS = (
         output_grad_unset,
         blame="backward",
     ),
-    Slip("recursive-sort", hints.RECURSION, recursion),
-    Slip("unhashable-node", hints.UNHASHABLE, unhashable),
+    Slip("recursive-sort", hints.RECURSION, raised("RecursionError")),
+    Slip("unhashable-node", hints.UNHASHABLE, raised("TypeError", "unhashable type: 'Tensor'")),
 )
