@@ -117,7 +117,6 @@ def extract(
     originals = _cells_by_id(read_cells(source)) if source else {}
     bodies: dict[str, list[str]] = {module: [] for module in LAYOUT[assignment]}
     files = package_files(reference, assignment)
-    known = {module: bound_names(files[module].head) for module in bodies}  # grows as cells come
     above = LAYOUT[assignment][0]  # the module of the last graded cell above: a student's own cell joins it
     for cell in cells:
         module = cell.metadata.get("grader", {}).get("module")
@@ -128,10 +127,11 @@ def extract(
             if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
                 text = originals[grade_id(cell)].source
             bodies[module].append(as_python(text).strip("\n"))
-            known[module] |= bound_names(bodies[module][-1])
             above = module
-        elif not cell.metadata.get("nbgrader") and (defined := definitions(cell.source, known[above])):
-            bodies[above].append(defined)  # a cell the student added: what it defines
+        elif not cell.metadata.get("nbgrader"):  # a cell the student added: what it defines
+            known = bound_names("\n".join([files[above].head, *bodies[above]]))
+            if defined := definitions(cell.source, known):
+                bodies[above].append(defined)
     package = Path(directory) / assignment
     if package.exists():
         shutil.rmtree(package)
