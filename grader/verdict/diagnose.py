@@ -22,6 +22,7 @@ the words.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -483,7 +484,7 @@ def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnos
     inside = _mlp_rule(tape, i, got) if tape.steps[j].op == "mlp" else None
     if inside is not None:
         return inside
-    parts = tape.wrong_parts(j) if tape.steps[j].op in tape.hints.BUILT_FROM else []
+    parts = tape.wrong_parts(j) if built_from(tape, j) else []
     if parts:
         return _explain_part(tape, i, j, parts[0], got, tail)
     message = (
@@ -497,11 +498,11 @@ def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnos
 
 def _explain_part(tape: Tape, i: int, j: int, k: int, got: str, tail: str) -> Diagnosis:
     """A composite op whose gradient is wrong because a primitive it is built from is."""
-    step = tape.steps[j]
-    primitive, text = tape.hints.BUILT_FROM[step.op][k]
+    step, parts = tape.steps[j], built_from(tape, j)
+    primitive, text = parts[k]
     args = [tape.arg(r) for r in step.inputs]
     whole = tape.expression(j).split(" = ", 1)[1]
-    built = " and ".join(t.format(*args) for _, t in tape.hints.BUILT_FROM[step.op])
+    built = " and ".join(t.format(*args) for _, t in parts)
     message = (
         f"wrong gradient from {primitive}: its rule, probed alone on {text.format(*args)}, differs from "
         f"PyTorch's\n  {whole} is built from {built}, so its gradient is wrong too "
@@ -533,10 +534,24 @@ def _explain_wrong_rules(
     return Diagnosis(message, "", i)
 
 
+def built_from(tape: Tape, j: int) -> tuple[tuple[str, str], ...]:
+    """The primitives node j's composite op ran, each (op, expression) as the assignment's
+    `hints.BUILT_FROM` writes it, in the order the backend probes them. A part on a number
+    alone is no op of the graph: `a / 4.0` is `a * 0.25` (Python computes `4.0**-1`), so
+    its parts are mul alone, and pow's rule never ran."""
+    step = tape.steps[j]
+    numbers = {f"{{{k}}}" for k, ref in enumerate(step.inputs) if not isinstance(ref, NodeRef)}
+    return tuple(
+        (op, text)
+        for op, text in tape.hints.BUILT_FROM.get(step.op, ())
+        if not set(re.findall(r"\{\d\}", text)) <= numbers
+    )
+
+
 def _culprit(tape: Tape, j: int) -> str:
     """The primitive whose rule makes node j's gradient wrong (inside a composite, its part)."""
-    parts = tape.wrong_parts(j) if tape.steps[j].op in tape.hints.BUILT_FROM else []
-    return tape.hints.BUILT_FROM[tape.steps[j].op][parts[0]][0] if parts else tape.steps[j].op
+    parts = tape.wrong_parts(j) if built_from(tape, j) else []
+    return built_from(tape, j)[parts[0]][0] if parts else tape.steps[j].op
 
 
 def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis:

@@ -107,6 +107,33 @@ def test_a_wrong_pow_rule_is_named_not_the_division_built_on_it(cases, oracle, t
     assert "b**-1" in division and "a / b is built from" in division, division
 
 
+ADD_DOUBLES_SELF = Bug(
+    "add-doubles-self",
+    "add's rule sends its first input twice out.grad",
+    [(ENGINE, "            self.grad += out.grad\n", "            self.grad += 2 * out.grad\n")],
+)
+
+
+@pytest.mark.parametrize(
+    ("bug", "case", "culprit", "innocent"),
+    [
+        (BY_NAME["mul-own-input"], "micrograd/test_ops::backward[div-number]", "mul", "pow"),
+        (ADD_DOUBLES_SELF, "micrograd/test_ops::backward[sub-number]", "add", "mul"),
+    ],
+    ids=["division", "subtraction"],
+)
+def test_a_number_operand_runs_no_rule_that_could_be_blamed(
+    bug, case, culprit, innocent, cases, oracle, tmp_path
+):
+    """`a / 4.0` is `a * 0.25` and `a - 1.5` is `a + (-1.5)`: the number's power and its
+    negation are computed by Python, by no rule of the engine, so the one rule that ran is
+    named, and only its part is said to build the op."""
+    message = failed(run(bug, chosen(cases, re.escape(case)), oracle, tmp_path))[case]
+    assert message.startswith(f"wrong gradient from {culprit}:"), message
+    built = message.split("built from", 1)[1].split("\n")[0]
+    assert f"from {innocent}" not in message and " and " not in built, message
+
+
 # ---- leaves that do not require a gradient ----
 
 NO_GRAD_LEAVES = Bug(
