@@ -20,7 +20,8 @@ from grader.case.trace import Node, NodeRef, Step
 #: A probe runs one op's gradient rule alone: its inputs' gradients start at PROBE_SEED and
 #: the output's is PROBE_GRAD, so a rule that assigns (`=`) or ignores out.grad shows.
 PROBE_SEED, PROBE_GRAD = 0.25, 0.75
-#: the most op nodes a tape probes (a long chain is about backward(), not about its rules)
+#: the most op nodes a tape probes: in a deeper graph, the last made (nearest the output,
+#: where the diagnosis starts looking)
 MAX_PROBES = 200
 #: the most backward() calls whose every node's gradient a tape keeps, one snapshot per call
 MAX_PASSES = 8
@@ -182,25 +183,30 @@ class ScalarBackend(Backend):
         """Each op node's entry also holds `rule`, its rule probed alone (and `parts`, the
         rules of the primitives a composite op is built from). When a node's gradient is
         wrong although the rules of all its consumers are right, the fault is in backward()
-        (order, reset), not in a rule: the diagnostic can say so. With several backward()
-        calls, `passes` holds the node's gradient after each."""
+        (order, reset), not in a rule: the diagnostic can say so. A detach() has no rule to
+        probe: its `rule` says whether it returned the very node it detaches (1), through
+        which every gradient flows back, or a new leaf (0). With several backward() calls,
+        `passes` holds the node's gradient after each."""
         tape = super().read_tape()
-        ops = [i for i, step in enumerate(self.tape.steps) if step.op in self.ops and step.op != "detach"]
-        if len(ops) <= MAX_PROBES:
-            for i in ops:
-                step = self.tape.steps[i]
-                args = self._probe_args(step)
-                tape[i]["rule"] = self.probed_alone(step.op, self.probe, step.op, args, step.kwargs)
-                parts = _parts(step.op, args)
-                if parts:
-                    rows = [self.probed_alone(op, self.probe, op, a) for op, a in parts]
-                    if all(r is not None and len(r.data) <= 2 for r in rows):
-                        flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
-                        tape[i]["parts"] = Quantity(flat, (len(rows), 2))
-        if len(ops) <= MAX_PROBES:
-            for i, step in enumerate(self.tape.steps):
-                if step.op == "mlp":
-                    tape[i]["parts"] = self._mlp_parts()
+        every = [i for i, step in enumerate(self.tape.steps) if step.op in self.ops and step.op != "detach"]
+        for i in every[-MAX_PROBES:]:
+            step = self.tape.steps[i]
+            args = self._probe_args(step)
+            tape[i]["rule"] = self.probed_alone(step.op, self.probe, step.op, args, step.kwargs)
+            parts = _parts(step.op, args)
+            if parts:
+                rows = [self.probed_alone(op, self.probe, op, a) for op, a in parts]
+                if all(r is not None and len(r.data) <= 2 for r in rows):
+                    flat = tuple(x for r in rows for x in (*r.data, 0.0, 0.0)[:2])
+                    tape[i]["parts"] = Quantity(flat, (len(rows), 2))
+        for i, step in enumerate(self.tape.steps):
+            if step.op == "mlp" and len(every) <= MAX_PROBES:
+                tape[i]["parts"] = self._mlp_parts()
+            if step.op == "detach":  # its rule: the share of its gradient it passes back
+                node = self.tape.nodes[i]
+                inputs = self.input_indices(node)
+                passes = bool(inputs) and node.raw is self.tape.nodes[inputs[0]].raw
+                tape[i]["rule"] = Quantity((1.0 if passes else 0.0,), (1,))
         if 2 <= len(self.passes) <= MAX_PASSES:
             for i, entry in enumerate(tape):
                 grads = tuple(p[i] if i < len(p) else 0.0 for p in self.passes)
@@ -211,10 +217,10 @@ class ScalarBackend(Backend):
         """The rules an MLP runs on (hints.MLP_RUNS_ON), each probed alone: the tape
         does not see inside the MLP, so this is how a wrong gradient that comes out of it is
         laid at the engine's rule rather than at the MLP's own code."""
-        w, x, b = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3)
+        w, x, b, below = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3), _Leaf("x", -1.5)
         rows = [
             self.probed_alone(op, self.probe, op, args)
-            for op, args in (("mul", [w, x]), ("add", [w, b]), ("relu", [x]))
+            for op, args in (("mul", [w, x]), ("add", [w, b]), ("relu", [x]), ("relu", [below]))
         ]
         if any(r is None for r in rows):
             return None

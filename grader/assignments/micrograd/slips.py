@@ -230,6 +230,17 @@ def leaves_reset(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def zero_grad_kept(evidence: Any) -> dict[str, str] | None:
+    """A gradient read right after Module.zero_grad() (a result named `... after zero_grad`)
+    is not 0, where PyTorch's is."""
+    for m in evidence.mismatches:
+        if not m.name.endswith("after zero_grad") or m.expected is None or m.actual is None:
+            continue
+        if _same(m.expected.array(), 0.0) and not _same(m.actual.array(), 0.0):
+            return {}
+    return None
+
+
 def topological_order(evidence: Any) -> dict[str, str] | None:
     """The rules are right, yet the node's gradient is 0 where it should not be, and the
     gradient of every node that uses it is right: its rule ran before theirs had."""
@@ -247,20 +258,7 @@ def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
     """A detached node and the node it detaches from ended with one gradient, where they
     should have two: they are one Value (detach() returned the node itself)."""
     tape = evidence.tape
-    if not tape.actual:
-        return None
-    for j, step in enumerate(tape.steps):
-        if step.op != "detach" or not evidence.inputs(j):
-            continue
-        i = evidence.inputs(j)[0]
-        got_u, got_t = tape.actual[j]["grad"], tape.actual[i]["grad"]
-        want_u, want_t = tape.expected[j]["grad"], tape.expected[i]["grad"]
-        if None in (got_u, got_t, want_u, want_t):
-            continue
-        one = _same(got_u.array(), got_t.array()) and not _same(got_t.array(), 0.0)  # not no gradient at all
-        if one and not _same(want_u.array(), want_t.array()):
-            return {"at": tape.expression(j)}
-    return None
+    return next(({"at": tape.expression(j)} for j in range(len(tape.steps)) if tape.joined(j)), None)
 
 
 def _mlp_outputs(
@@ -357,6 +355,13 @@ SLIPS = (
         no_reset,
     ),
     Slip(
+        "zero-grad-keeps",
+        "Module.zero_grad() left the parameters' gradients as they were: it must set every "
+        "parameter's grad to 0, or each training step adds its gradients to the last step's",
+        zero_grad_kept,
+        blame="Module.zero_grad",
+    ),
+    Slip(
         "leaves-reset",
         "backward() resets the leaves' gradients too: only the interior nodes start from zero; a "
         "leaf's gradient adds up over backward() calls, as in PyTorch (zero_grad() resets it)",
@@ -367,6 +372,7 @@ SLIPS = (
         "backward() runs the closures in topological order (inputs first): run them in reverse, "
         "from the output, so a node's gradient is complete before its own closure reads it",
         topological_order,
+        replaces=(hints.ORDER,),
     ),
     Slip(
         "detach-passes-gradient",
@@ -374,6 +380,7 @@ SLIPS = (
         "leaf Value with the same data",
         detach_passes_gradient,
         blame="detach",
+        replaces=(hints.DETACH,),
     ),
     Slip(
         "own-input",

@@ -250,7 +250,7 @@ BUGS = [
         [(NN, "            p.grad = 0.0\n", "            pass\n")],
         caught_by=["test_accumulation::zero_grad", "test_hidden_graph::hidden_zero_grad_between_steps"],
         says=("after zero_grad",),
-        slip=("zero_grad",),
+        slip=("zero_grad() left the parameters' gradients",),
     ),
     Bug(
         "rsub-reversed",
