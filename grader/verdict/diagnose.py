@@ -245,10 +245,13 @@ def _shape_note(e: Quantity | None, a: Quantity | None) -> str:
 
 
 def explain_failure(failure: Failure, hints: ModuleType | None = None) -> Diagnosis:
-    """The submission raised: where, and what that usually means. The blame is the function
-    that raised (or is not written yet)."""
-    blamed = failure.where[2] if failure.where else ""
-    return Diagnosis(_failure_text(failure, hints or hints_for("micrograd")), blamed)
+    """The submission raised: where, and what that usually means. The blame is the gradient
+    rule that was running (`MatMul.gradient` handing `MatMul.compute` misaligned factors is
+    MatMul's rule), else the function that raised (or is not written yet), as the
+    assignment's `hints.function_blame` counts it."""
+    hints = hints or hints_for("micrograd")
+    function = failure.rule or (failure.where[2] if failure.where else "")
+    return Diagnosis(_failure_text(failure, hints), hints.function_blame(function) if function else "")
 
 
 def _failure_text(failure: Failure, hints: ModuleType) -> str:
@@ -261,6 +264,7 @@ def _failure_text(failure: Failure, hints: ModuleType) -> str:
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
     if failure.type in (
         "GradientTypeError",
+        "GradientShapeError",
         "NoGradientError",
         "NotDifferentiableError",
         "NumpyOperandError",
@@ -751,7 +755,7 @@ class Evidence:
         if self.tape.rule(i) is not False:
             return None
         e, a = self.tape.expected[i].get("rule"), self.tape.actual[i].get("rule")
-        if e is None or a is None or e.shape != a.shape:
+        if e is None or a is None or len(e.data) != len(a.data):  # (a rule of the wrong shape: flat)
             return None
         return e.array().reshape(-1), a.array().reshape(-1)
 

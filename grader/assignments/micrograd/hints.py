@@ -78,3 +78,15 @@ MLP = (
 def op_class(op: str, inputs: Sequence[Any]) -> str | None:
     """The library class behind a tape step, for messages: micrograd has one class, Value."""
     return None
+
+
+def function_blame(name: str) -> str:
+    """What a failure raised in the submission's function `name` is laid at, as the class
+    dashboard counts rules: an op's `_backward` closure is that op's rule
+    (`Value.__mul__._backward`: mul), and everything inside `Value.backward` is backward's."""
+    parts = name.split(".")
+    if len(parts) == 3 and parts[0] == "Value" and parts[2] == "_backward":
+        return parts[1].strip("_")
+    if parts[:2] == ["Value", "backward"]:
+        return "backward"
+    return name

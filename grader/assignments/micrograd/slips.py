@@ -411,7 +411,12 @@ SLIPS = (
         neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError")),
-    Slip("unhashable-node", hints.UNHASHABLE, raised("TypeError", "unhashable type: 'Value'")),
+    Slip(
+        "unhashable-node",
+        hints.UNHASHABLE,
+        raised("TypeError", "unhashable type: 'Value'"),
+        blame="Value.__eq__",  # not where the TypeError surfaced
+    ),
     Slip(
         "hidden-layers-linear",
         "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "

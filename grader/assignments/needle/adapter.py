@@ -50,6 +50,23 @@ class GradientTypeError(TypeError):
         )
 
 
+class GradientShapeError(ValueError):
+    """A gradient rule, given an out_grad of its output's shape, returned a gradient of
+    another shape than its input's: later code (another rule, backward's sum) trips over it."""
+
+    def __init__(
+        self, op: Any, k: int, got: tuple[int, ...], want: tuple[int, ...], surfaced: BaseException
+    ) -> None:
+        code = type(op).gradient.__code__
+        #: the rule, where `describe_exception` would have found it: the failure's place
+        self.where = (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+        shown = f"{type(surfaced).__name__}: {surfaced}".splitlines()[0][:200]
+        super().__init__(
+            f"{type(op).__name__}.gradient returns a gradient of shape {got} for its input {k}, whose "
+            f"shape is {want}: a gradient must have its input's shape (the case then raised {shown})"
+        )
+
+
 class NotDifferentiableError(ValueError):
     """A gradient rule built a result that backward cannot differentiate again."""
 
@@ -421,7 +438,14 @@ class NeedleBackend(TensorBackend):
             return None
         if not grads:
             return None
-        return quantity(np.concatenate([g.reshape(-1) for g in grads]))
+        flat = quantity(np.concatenate([g.reshape(-1) for g in grads]))
+        shapes = [(g.shape, _data(x).shape) for g, x in zip(grads, leaves, strict=True)]
+        if np.shape(grad) == _data(raw).shape and any(got != want for got, want in shapes):
+            # given an out_grad of its output's shape, it returned another shape than its
+            # input's: the same numbers as a column, which compares as wrong (a slip may
+            # still read them, `Evidence.rule_pair`)
+            return Quantity(flat.data, (len(flat.data), 1), flat.dtype)
+        return flat
 
     def _local_grads(self, out: Any, leaves: list[Any], out_grad: np.ndarray) -> list[np.ndarray]:
         """Run the gradient rules of the nodes `out`'s op built, back to `leaves`, adding
@@ -466,8 +490,9 @@ class NeedleBackend(TensorBackend):
     def explain_exception(self, exc: BaseException) -> BaseException | None:
         """When a case raised: leaves that do not require a gradient although asked to, or a
         gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
-        backward and fails far from the rule), is the cause."""
-        if isinstance(exc, GradientTypeError | NoGradientError | NotDifferentiableError):
+        backward and fails far from the rule) or a gradient of another shape than its input's
+        (the next rule, or backward's sum, raises), is the cause."""
+        if isinstance(exc, GradientTypeError | NoGradientError | NotDifferentiableError | GradientShapeError):
             return None
         refused = [
             self.tape.steps[i].label or f"t{i}"
@@ -480,14 +505,18 @@ class NeedleBackend(TensorBackend):
                 "and have requires_grad = False, so no op records them and backward gives them no "
                 "gradient: Tensor must keep the requires_grad it is given"
             )
-        for i, step in enumerate(self.tape.steps):
+        for step in self.tape.steps:
             if step.op in self.ops and step.op != "detach":
                 try:
-                    self._probe(i, np.ones(_data(self.tape.nodes[i].raw).shape))
+                    out, leaves = self._on_fresh_leaves(step)
+                    grads = self._local_grads(out, leaves, np.ones(_data(out).shape))
                 except GradientTypeError as found:
                     return found
                 except Exception:
                     continue
+                for k, (g, x) in enumerate(zip(grads, leaves, strict=True)):
+                    if g.shape != _data(x).shape:
+                        return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
         return self._not_differentiable() if self._differentiates_a_gradient() else None
 
     def _not_differentiable(self) -> NotDifferentiableError | None:

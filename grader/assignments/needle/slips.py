@@ -492,5 +492,10 @@ SLIPS = (
         blame="backward",
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError")),
-    Slip("unhashable-node", hints.UNHASHABLE, raised("TypeError", "unhashable type: 'Tensor'")),
+    Slip(
+        "unhashable-node",
+        hints.UNHASHABLE,
+        raised("TypeError", "unhashable type: 'Tensor'"),
+        blame="Tensor.__eq__",  # not where the TypeError surfaced
+    ),
 )
