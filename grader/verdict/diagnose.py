@@ -306,7 +306,11 @@ def explain_forward(tape: Tape) -> Diagnosis | None:
     for i in range(len(tape.steps)):
         if tape.differs(i, "value") and tape.steps[i].op.endswith(".gradient"):
             return explain_rule(tape, i)
-        if tape.differs(i, "value"):
+        if tape.differs(i, "value") and tape.steps[i].op == "grad":
+            found = _wrong_rule_inside(tape, i)
+            if found is not None:
+                return found
+        if tape.differs(i, "value"):  # (a wrong grad's rule unknown: backward or any rule it ran)
             inputs = _inputs(tape, i)
             message = (
                 f"wrong value from {_op(tape, i)}: {tape.expression(i)}\n"
@@ -315,8 +319,26 @@ def explain_forward(tape: Tape) -> Diagnosis | None:
                 f"{_shape_note(tape.expected[i]['value'], tape.actual[i]['value'])}"
                 f"{_built_from(tape, i)}"
             )
-            return Diagnosis(message, rule(_op(tape, i)), i)
+            return Diagnosis(message, "" if tape.steps[i].op == "grad" else rule(_op(tape, i)), i)
     return None
+
+
+def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
+    """A gradient read inside the case (`grad` step i, x.grad after a backward) came out
+    wrong: a rule of an op that backward went through (the graphs of the outputs made before
+    it), probed alone with the same out_grad as PyTorch's, differs from PyTorch's (the first
+    such op): that rule."""
+    through = set().union(*(tape.ancestors(k) for k in tape.outputs if k < i))
+    wrong = [j for j in sorted(through) if not tape.differs(j, "grad") and tape.rule(j) is False]
+    if not wrong:
+        return None
+    j = wrong[0]
+    message = (
+        f"wrong gradient from {_op(tape, j)}: its rule, probed alone on {tape.expression(j)}, differs from "
+        f"PyTorch's, and {tape.expression(i)} runs it\n"
+        f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
+    )
+    return Diagnosis(message, rule(_op(tape, j)), i)
 
 
 def _built_from(tape: Tape, i: int) -> str:

@@ -167,6 +167,8 @@ LAID_AT = {
         {"Summation"},
     ),
     "needle/transpose-ignores-axes": (r"needle/test_hidden_shapes::hidden_transpose_twice", {"Transpose"}),
+    # the gradient a training step read (w.grad) was wrong: the rule backward ran, not backward
+    "needle/mul-gradients-swapped": (r"needle/test_composite::sgd_steps", {"EWiseMul"}),
     # MatMul.compute raised, but MatMul.gradient was running and handed it the factors
     "needle/matmul-gradient-factors-swapped": (r"needle/test_matmul::", {"MatMul"}),
 }
