@@ -115,14 +115,23 @@ def extract(
     `NotebookError` if the notebook cannot be read."""
     cells = read_cells(notebook)
     originals = _cells_by_id(read_cells(source)) if source else {}
-    bodies: dict[str, list[str]] = {module: [] for module in LAYOUT[assignment]}
+    order = LAYOUT[assignment]
+    bodies: dict[str, list[str]] = {module: [] for module in order}
     files = package_files(reference, assignment)
-    above = LAYOUT[assignment][0]  # the module of the last graded cell above: a student's own cell joins it
+    above = order[0]  # the module of the last graded cell above: a student's own cell joins it
+    #: module -> the names students' own cells defined in it, and those each module imported
+    shared: dict[str, set[str]] = {module: set() for module in order}
+    imported: dict[str, set[str]] = {module: set() for module in order}
     for cell in cells:
         module = cell.metadata.get("grader", {}).get("module")
         if cell.cell_type != "code":
             continue
         if type(module) is str and module in bodies:
+            # in a kernel, a later module's cells see what an own cell above defined in another
+            for earlier in order[: order.index(module)]:
+                if names := sorted(shared[earlier] - imported[module]):
+                    bodies[module].append(f"from .{earlier} import {', '.join(names)}")
+                    imported[module].update(names)
             text = cell.source
             if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
                 text = originals[grade_id(cell)].source
@@ -132,6 +141,7 @@ def extract(
             known = bound_names("\n".join([files[above].head, *bodies[above]]))
             if defined := definitions(cell.source, known):
                 bodies[above].append(defined)
+                shared[above].update(bound_names(defined))
     package = Path(directory) / assignment
     if package.exists():
         shutil.rmtree(package)

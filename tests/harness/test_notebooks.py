@@ -295,3 +295,27 @@ def test_a_students_own_cell_gives_the_graded_code_its_definitions_and_runs_noth
     assert not {"a", "b", "uses_an_experiment", "Runs", "i", "a_module_the_sandbox_lacks"} & set(namespace)
     assert {"EPS", "helper", "Node", "SQUARED"} <= known and "np" not in known  # an import may fail
     assert definitions("x = = 1\n", set()) == ""
+
+
+def test_what_an_own_cell_defines_reaches_the_graded_cells_below_it_in_other_modules(tmp_path, oracle):
+    """A student's helper cell at the top of needle's ops section (below the last autograd
+    cell), used by an op's gradient below it: in a kernel every cell sees it, and so does the
+    package the fast path extracts (the helper joins autograd; ops imports it)."""
+    import nbformat
+
+    from grader.authoring.nbgrader_io import extract
+
+    nb = build(REPO / "reference", REPO / "tests", "needle")
+    first_op = next(i for i, c in enumerate(nb.cells) if c.metadata.get("grader", {}).get("module") == "ops")
+    add = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ops_ewiseadd")
+    assert "        return out_grad, out_grad\n" in add.source
+    add.source = add.source.replace("return out_grad, out_grad", "return _same(out_grad), out_grad")
+    nb.cells.insert(first_op, nbformat.v4.new_code_cell("def _same(g):\n    return g\n\n\nprint(_same(1))\n"))
+    notebook = tmp_path / "needle.ipynb"
+    nbformat.write(nb, notebook)
+    package = extract(notebook, tmp_path / "out", "needle") / "needle"
+    assert "def _same" in (package / "autograd.py").read_text()
+    assert "from .autograd import _same" in (package / "ops.py").read_text()
+    adds = lambda case: case.id.startswith("needle/test_ops::") and "add" in case.id  # noqa: E731
+    report = grade(tmp_path / "out", "public", ("needle",), oracle=oracle, sandbox=False, keep=adds)
+    assert report.results and all(r.passed for r in report.results), [r.message for r in report.results]
