@@ -27,6 +27,7 @@ from grader.case.limits import SLOWER, Limits
 from grader.case.loading import SubmissionError, locate_assignment
 from grader.case.quantity import Quantity
 from grader.case.run import Run
+from grader.report import places
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare
@@ -321,6 +322,7 @@ def grade(
         report.errors.append(f"{name} is missing: 0 of its {points:g} points ({reason})")
     report.errors += [f"{name}: {finding.reason}; its cases score zero" for name, finding in flags.items()]
     report.notes += done.notes
+    places.name_cells(report, directory)  # a notebook's code: its places are its cells
     report.seconds = time.perf_counter() - started
     return report
 

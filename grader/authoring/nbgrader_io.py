@@ -39,6 +39,7 @@ from grader.authoring.jupyter import import_nbgrader
 from grader.authoring.notebooks import _slug, package_files
 from grader.notebook import LAYOUT
 from grader.pipeline import REPO
+from grader.report import places
 from grader.report.cell import printed
 from grader.report.model import CaseResult
 
@@ -112,11 +113,14 @@ def extract(
     reference: Path = REPO / "reference",
 ) -> Path:
     """Write the notebook's code as `directory/<assignment>/...`; returns `directory`.
-    `NotebookError` if the notebook cannot be read."""
+    Beside it, where each module's lines came from (`grader.report.places`), so that
+    messages name the cells. `NotebookError` if the notebook cannot be read."""
     cells = read_cells(notebook)
     originals = _cells_by_id(read_cells(source)) if source else {}
     order = LAYOUT[assignment]
-    bodies: dict[str, list[str]] = {module: [] for module in order}
+    #: module -> its chunks of code: (text, the cell it came from as `places.cell_label` names
+    #: it, "" for a student's own, None for the kit's; the cell's line of the chunk's first)
+    bodies: dict[str, list[tuple[str, str | None, int]]] = {module: [] for module in order}
     files = package_files(reference, assignment)
     above = order[0]  # the module of the last graded cell above: a student's own cell joins it
     #: module -> the names students' own cells defined in it, and those each module imported
@@ -130,28 +134,38 @@ def extract(
             # in a kernel, a later module's cells see what an own cell above defined in another
             for earlier in order[: order.index(module)]:
                 if names := sorted(shared[earlier] - imported[module]):
-                    bodies[module].append(f"from .{earlier} import {', '.join(names)}")
+                    bodies[module].append((f"from .{earlier} import {', '.join(names)}", None, 0))
                     imported[module].update(names)
             text = cell.source
             if cell.metadata.get("nbgrader", {}).get("locked") and grade_id(cell) in originals:
                 text = originals[grade_id(cell)].source
-            bodies[module].append(as_python(text).strip("\n"))
+            code = as_python(text)
+            lead = len(code) - len(code.lstrip("\n"))  # blank lines the chunk drops
+            bodies[module].append((code.strip("\n"), places.cell_label(text), lead))
             above = module
         elif not cell.metadata.get("nbgrader"):  # a cell the student added: what it defines
-            known = bound_names("\n".join([files[above].head, *bodies[above]]))
+            known = bound_names("\n".join([files[above].head, *(c for c, _, _ in bodies[above])]))
             if defined := definitions(cell.source, known):
-                bodies[above].append(defined)
+                bodies[above].append((defined, "", 0))
                 shared[above].update(bound_names(defined))
     package = Path(directory) / assignment
     if package.exists():
         shutil.rmtree(package)
     package.mkdir(parents=True)
     shutil.copy(reference / assignment / "__init__.py", package / "__init__.py")
+    where = places.load(Path(directory)) or {}  # (the other assignment's, if extracted here too)
     for module, split in files.items():
-        text = split.head + "\n\n\n".join(bodies[module]) + "\n"
+        text, where[f"{module}.py"] = split.head, []
+        for k, (code, label, lead) in enumerate(bodies[module]):
+            text += "\n\n\n" if k else ""
+            if label is not None:
+                where[f"{module}.py"].append([text.count("\n") + 1, code.count("\n") + 1, label, lead])
+            text += code
+        text += "\n"
         if split.tail:
             text += "\n\n" + split.tail
         (package / f"{module}.py").write_text(text)
+    places.write(Path(directory), where)
     return Path(directory)
 
 

@@ -319,3 +319,29 @@ def test_what_an_own_cell_defines_reaches_the_graded_cells_below_it_in_other_mod
     adds = lambda case: case.id.startswith("needle/test_ops::") and "add" in case.id  # noqa: E731
     report = grade(tmp_path / "out", "public", ("needle",), oracle=oracle, sandbox=False, keep=adds)
     assert report.results and all(r.passed for r in report.results), [r.message for r in report.results]
+
+
+def test_a_message_about_a_notebooks_code_names_its_cell_and_line(tmp_path, oracle):
+    """The fast path grades the package it writes from the notebook; a student never saw its
+    files, so an exception's place is given in the cell, as a kernel's traceback gives it."""
+    import nbformat
+
+    from grader.authoring.nbgrader_io import extract
+    from grader.report.places import PLACES
+
+    nb = build(REPO / "reference", REPO / "tests", "micrograd")
+    engine = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "engine_value")
+    rule = "            self.grad += other.data * out.grad\n"
+    engine.source = engine.source.replace(rule, rule + "            1 / 0\n")
+    line = engine.source.splitlines().index("            1 / 0") + 1
+    notebook = tmp_path / "micrograd.ipynb"
+    nbformat.write(nb, notebook)
+    extract(notebook, tmp_path / "out", "micrograd")
+    muls = lambda case: case.id == "micrograd/test_ops::backward[mul]"  # noqa: E731
+    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
+    [result] = report.results
+    assert f'in Value.__mul__._backward (cell "class Value:", line {line})' in result.message, result.message
+    # a file of that name among a student's own files, of another form, is not read
+    (tmp_path / "out" / PLACES).write_text('{"engine.py": [[1, 999, "mine"]]}')
+    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
+    assert "(engine.py, line" in report.results[0].message
