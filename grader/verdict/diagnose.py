@@ -372,9 +372,18 @@ def _with_shape(x: Quantity | None) -> str:
 def explain_gradient(tape: Tape) -> Diagnosis | None:
     tape = _first_wrong_pass(tape)
     head = _no_gradient(tape) or _first_wrong_gradient(tape)
-    if head is not None and _higher_order(tape):
+    if head is not None and _higher_order(tape) and not _all_differentiable(tape):
         head = head.plus(f"\n  {tape.hints.HIGHER_ORDER}")
     return head
+
+
+def _all_differentiable(tape: Tape) -> bool:
+    """Was every op's gradient rule found differentiable again (needle's `differentiable`
+    entry: 0 where a backward through the rule's result ran, on a result built from out_grad)?
+    Then the higher-order hint, to build gradients from the library's ops, is no clue."""
+    ops = [i for i, step in enumerate(tape.steps) if step.op not in (*LEAVES, "grad")]
+    said = [tape.actual[i].get("differentiable") for i in ops] if tape.actual else []
+    return bool(tape.actual) and bool(said) and all(q is not None and q.data[0] == 0.0 for q in said)
 
 
 def _first_wrong_pass(tape: Tape) -> Tape:

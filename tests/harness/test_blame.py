@@ -424,3 +424,13 @@ def test_detach_is_hinted_only_where_it_is_at_fault(cases, oracle, tmp_path):
     assert tanh and all("from tanh" in m and "detach()" not in m for m in tanh.values()), tanh
     results = run(NEEDLE_BUGS["detach-keeps-inputs"], mid, oracle, tmp_path / "detach")
     assert [r.blame for r in results.values() if not r.passed] == ["detach"]
+
+
+def test_the_higher_order_hint_is_given_only_where_a_rule_is_not_differentiable(cases, oracle, tmp_path):
+    """Backward through a gradient went wrong, but every rule's result was differentiated
+    again fine (the probe): telling the student to build gradients from needle's ops misleads."""
+    from grader.assignments.needle.hints import HIGHER_ORDER
+
+    bug = NEEDLE_BUGS["grads-accumulate-across-backward"]
+    messages = failed(run(bug, chosen(cases, r"needle/test_higher_order::"), oracle, tmp_path))
+    assert messages and not [i for i, m in messages.items() if HIGHER_ORDER in m], messages

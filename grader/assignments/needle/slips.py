@@ -63,6 +63,24 @@ def output_grad_unset(evidence: Any) -> dict[str, str] | None:
     return {} if unset and not any(tape.differs(i, "grad") for i in rest) else None
 
 
+def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
+    """In a case that reads a gradient (`g = grad(x)`) and then runs another backward, x's
+    gradient is PyTorch's plus that earlier one: the later backward added to it."""
+    tape = evidence.tape
+    if not tape.actual:
+        return None
+    for k, step in enumerate(tape.steps):
+        if step.op != "grad" or not evidence.inputs(k):
+            continue
+        i = evidence.inputs(k)[0]
+        e, a, earlier = tape.expected[i]["grad"], tape.actual[i]["grad"], tape.actual[k]["value"]
+        if None in (e, a, earlier) or not tape.differs(i, "grad"):
+            continue
+        if _same(a.array(), e.array() + earlier.array()):
+            return {"node": tape.name(i)}
+    return None
+
+
 def _gradients(evidence: Any, reason: str) -> list[Any]:
     """The gradients among the results that differ, for `reason` ("shape", "dtype")."""
     return [
@@ -482,6 +500,14 @@ SLIPS = (
         "(broadcast_to, reshape) instead",
         numpy_operand,
         blame="{op}",
+        replaces=(hints.HIGHER_ORDER,),
+    ),
+    Slip(
+        "kept-earlier-gradient",
+        "a later backward added to the gradient an earlier one left on {node}: each backward "
+        "assigns the gradients for its own output, replacing those of an earlier backward",
+        kept_earlier_gradient,
+        blame="backward",
         replaces=(hints.HIGHER_ORDER,),
     ),
     Slip(

@@ -188,7 +188,11 @@ BUGS = [
                 "        node.previous_grad = node.grad\n",
             )
         ],
-        caught_by=["test_composite::backward_twice_assigns", "test_composite::backward_of_two_outputs"],
+        caught_by=[
+            "test_composite::backward_twice_assigns",
+            "test_composite::backward_of_two_outputs",
+            "test_higher_order::power_second_derivative",  # x.grad = PyTorch's + grad(x) read before
+        ],
         says=("earlier backward",),
         slip=("replacing",),
     ),
