@@ -483,12 +483,12 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
         if wrong:  # a wrong rule explains it: detach() only if it is one of them
             about_detach = any(tape.steps[j].op == "detach" for j in wrong)
             return _explain_wrong_rules(tape, i, wrong, users, got, detach if about_detach else "")
-        drifting = [j for j in users if tape.drift(j)]
+        drifting = [(off, j) for j in users if (off := tape.drift(j))]
         if not detach and drifting:  # right within the tolerance, yet not PyTorch's numbers
-            head = _explain_op(tape, i, drifting[0], got)
-            return head.plus(
-                f"\n  its rule, probed alone, is off by {tape.drift(drifting[0]):.1g} (relative): within the "
-                "tolerance at one node, but it adds up from node to node"
+            off, j = drifting[0]
+            return _explain_op(tape, i, j, got).plus(
+                f"\n  its rule, probed alone, is off by {off:.1g} (relative): within the tolerance at "
+                "one node, but it adds up from node to node"
             )
         if not detach and all(tape.rule(j) for j in users):
             return _explain_backward(tape, i, users, got)
@@ -544,7 +544,7 @@ def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnos
     inside = _mlp_rule(tape, i, got) if tape.steps[j].op == "mlp" else None
     if inside is not None:
         return inside
-    parts = tape.wrong_parts(j) if built_from(tape, j) else []
+    parts = tape.wrong_parts(j) if _parts_run(tape, j) else []
     if parts:
         return _explain_part(tape, i, j, parts[0], got, tail)
     message = (
@@ -558,7 +558,7 @@ def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnos
 
 def _explain_part(tape: Tape, i: int, j: int, k: int, got: str, tail: str) -> Diagnosis:
     """A composite op whose gradient is wrong because a primitive it is built from is."""
-    step, parts = tape.steps[j], built_from(tape, j)
+    step, parts = tape.steps[j], _parts_run(tape, j)
     primitive, text = parts[k]
     args = [tape.arg(r) for r in step.inputs]
     whole = tape.expression(j).split(" = ", 1)[1]
@@ -594,7 +594,7 @@ def _explain_wrong_rules(
     return Diagnosis(message, "", i)
 
 
-def built_from(tape: Tape, j: int) -> tuple[tuple[str, str], ...]:
+def _parts_run(tape: Tape, j: int) -> tuple[tuple[str, str], ...]:
     """The primitives node j's composite op ran, each (op, expression) as the assignment's
     `hints.BUILT_FROM` writes it, in the order the backend probes them. A part on a number
     alone is no op of the graph: `a / 4.0` is `a * 0.25` (Python computes `4.0**-1`), so
@@ -610,8 +610,9 @@ def built_from(tape: Tape, j: int) -> tuple[tuple[str, str], ...]:
 
 def _culprit(tape: Tape, j: int) -> str:
     """The primitive whose rule makes node j's gradient wrong (inside a composite, its part)."""
-    parts = tape.wrong_parts(j) if built_from(tape, j) else []
-    return built_from(tape, j)[parts[0]][0] if parts else tape.steps[j].op
+    run = _parts_run(tape, j)
+    parts = tape.wrong_parts(j) if run else []
+    return run[parts[0]][0] if parts else tape.steps[j].op
 
 
 def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis:
