@@ -81,6 +81,13 @@ def raised(kind: str, saying: str = "") -> Callable[[Any], dict[str, str] | None
     return detect
 
 
+def unhashable(node_class: str, line: str) -> Slip:
+    """The slip of a node class that defines __eq__ (a @dataclass does) and so lost its hash:
+    the TypeError surfaces where the first set of nodes is made, and the __eq__ is at fault."""
+    detect = raised("TypeError", f"unhashable type: '{node_class}'")
+    return Slip("unhashable-node", line, detect, blame=f"{node_class}.__eq__")
+
+
 def get(name: str) -> Assignment:
     found = markers(name)  # an unknown name is a KeyError here
     adapter = importlib.import_module(f"{__name__}.{name}.adapter")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip, raised
+from grader.assignments import Slip, raised, unhashable
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
 from grader.case.trace import NodeRef
@@ -411,12 +411,7 @@ SLIPS = (
         neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError")),
-    Slip(
-        "unhashable-node",
-        hints.UNHASHABLE,
-        raised("TypeError", "unhashable type: 'Value'"),
-        blame="Value.__eq__",  # not where the TypeError surfaced
-    ),
+    unhashable("Value", hints.UNHASHABLE),
     Slip(
         "hidden-layers-linear",
         "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "
