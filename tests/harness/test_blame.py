@@ -2,12 +2,16 @@
 
 Each engine is a copy of reference/ with textual edits (as in the bug banks). A correct
 engine built differently from the reference must pass; a buggy one must fail with a message
-that names the part to fix, and not a part the student never wrote or that is right.
+that names the part to fix, and not a part the student never wrote or that is right. Run this
+file to print, for every bug of the banks on every case, what its failures are laid at:
+
+    python -m tests.harness.test_blame
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -434,3 +438,25 @@ def test_the_higher_order_hint_is_given_only_where_a_rule_is_not_differentiable(
     bug = NEEDLE_BUGS["grads-accumulate-across-backward"]
     messages = failed(run(bug, chosen(cases, r"needle/test_higher_order::"), oracle, tmp_path))
     assert messages and not [i for i, m in messages.items() if HIGHER_ORDER in m], messages
+
+
+def survey() -> int:
+    """Every bug of both banks graded on every case of its assignment: what its failures are
+    laid at (the rule the class dashboard counts each under; "-" for no one), one line a bug."""
+    import collections
+    import tempfile
+
+    oracle = Oracle()
+    for assignment, bank in (("micrograd", list(BY_NAME.values())), ("needle", NEEDLE_BANK)):
+        every = collect(REPO / "tests", [assignment], ["public", "hidden"])
+        oracle.prepare(every)
+        for bug in bank:
+            with tempfile.TemporaryDirectory() as tmp:
+                laid = blames(bug, every, oracle, Path(tmp))
+            counts = collections.Counter(blame or "-" for blame in laid.values())
+            print(f"{assignment:9} {bug.name:34} {len(laid):4} failed, laid at {dict(counts.most_common())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(survey())
