@@ -30,7 +30,7 @@ from grader.case.run import Run
 from grader.report import places
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.scope import Scope, resolve, select
-from grader.verdict.compare import compare
+from grader.verdict.compare import compare, needs_tape
 from grader.verdict.diagnose import diagnose, mlp_note
 from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
@@ -106,9 +106,9 @@ class InProcessRunner:
         return Runs(runs, notes=engines.notes)
 
     def wants_tape(self, case: Case) -> Callable[[Run], bool]:
-        """Only a case whose results are wrong needs its tape (every case, without `expected`)."""
+        """Whether a run of the case needs its tape (`compare.needs_tape`)."""
         expected = self.expected(case.id) if self.expected is not None else None
-        return lambda run: expected is None or bool(compare(expected, run.results))
+        return lambda run: needs_tape(expected, run)
 
 
 @dataclass

@@ -37,7 +37,7 @@ from grader.pipeline import SUITES_DIR, default_scopes, used_by, verdict
 from grader.report.model import CaseResult, Report, Status
 from grader.report.terminal import topic_lines
 from grader.scope import Scope, ScopeError, load, select
-from grader.verdict.compare import compare
+from grader.verdict.compare import needs_tape
 from grader.verdict.oracle import NeedsTorch, Oracle, default_cache_dir, oracle_from
 
 
@@ -351,15 +351,17 @@ class _State:
                     case,
                     yardstick,
                     needs=needs,
-                    tape=lambda run: bool(compare(expected.results, run.results)),
+                    tape=lambda run: needs_tape(expected.results, run),
                 )
             if properties is not None and not isinstance(engine, SubmissionError) and engine.notes:
                 properties.append((NOTES, engine.notes))
             if actual.output:
                 sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
-            # A submission that raised needs no oracle for its diagnostic: skip PyTorch.
-            failed = actual.failure is not None or actual.fault is not None or bool(actual.missing)
-            result = verdict(case, Run() if failed or expected is None else expected, actual)
+            # A submission stopped, or lacking an op, needs no oracle for its message (nor one
+            # that raised, unless its tape was read: a value gone wrong before it): skip PyTorch.
+            failed = actual.fault is not None or bool(actual.missing) or actual.failure is not None
+            needed = not failed or (actual.failure is not None and bool(actual.tape))
+            result = verdict(case, expected if needed and expected is not None else Run(), actual)
         except NeedsTorch as exc:
             if graded:  # not the submission's fault: not scored, and said once in the score section
                 if properties is not None:

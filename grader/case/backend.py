@@ -199,6 +199,19 @@ class Backend:
             put(name, item)
         return flat
 
+    def read_values(self) -> list[dict[str, Quantity | None]]:
+        """Each node's value alone, of those the case made: what the diagnosis of a case that
+        raised reads (a value gone wrong before the exception), without reading gradients or
+        probing rules."""
+        out: list[dict[str, Quantity | None]] = []
+        for node in self.tape.nodes:
+            try:
+                value = self.value_of(node.raw)
+            except Exception:
+                value = None
+            out.append({"value": value, "grad": None, "rule": None})
+        return out
+
     def read_tape(self) -> list[dict[str, Quantity | None]]:
         out = []
         for node in self.tape.nodes:

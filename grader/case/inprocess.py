@@ -135,22 +135,22 @@ class InProcessEngine:
                 run = Run(fault=f"{exited(exc)} during the case{hang.describe(self._where(exc))}")
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
-        ran = run.fault is None and run.failure is None and not run.missing
+        ran = lib is not None and run.fault is None and not run.missing  # (a raised case: up to there)
         if ran and (tape(run) if callable(tape) else tape):
-            run.tape = self.read_tape(lib, wall)
+            run.tape = self.read_tape(lib, wall, values=run.failure is not None)
         return run
 
-    def read_tape(self, lib: Any, seconds: float) -> list[dict[str, Any]]:
+    def read_tape(self, lib: Any, seconds: float, values: bool = False) -> list[dict[str, Any]]:
         """The tape of the case `lib` just ran, read as the sandbox's worker reads it: its reading
         may run the submission's code (each rule probed alone), so it prints nowhere and gets
         the case's time limit, each rule PROBE_CPU of it; a tape that cannot be read is empty
-        (the diagnosis says less)."""
+        (the diagnosis says less). `values`: the nodes' values alone (a case that raised)."""
         lib.probe_cpu = PROBE_CPU
         quiet = contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded())
         with quiet[0], quiet[1], running(self.modules):
             try:
                 with hang.wall_limit(seconds):
-                    return lib.read_tape()
+                    return lib.read_values() if values else lib.read_tape()
             except (Exception, hang.WallTimeout, SystemExit):
                 return []
 

@@ -254,19 +254,20 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
             run.notes, told = modules.notes[told:], len(modules.notes)
             channel.send(run_to_wire(case_id, run, tape=None))
             while channel.wait() == ASK_TAPE:
-                tape = read_tape(lib, modules) if lib is not None else []
+                tape = read_tape(lib, modules, values=run.failure is not None) if lib is not None else []
                 channel.send(tape_to_wire(case_id, tape))
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
 
 
-def read_tape(lib: Any, modules: Any) -> list[dict[str, Any]]:
+def read_tape(lib: Any, modules: Any, values: bool = False) -> list[dict[str, Any]]:
     """The tape of the case `lib` just ran, read as the case's own end would have read it:
     its reading may run the submission's code (each rule probed alone), so it prints nowhere
     and gets the case's timeout (the grader's wait), each rule PROBE_CPU of it; a tape that
-    cannot be read is empty (the diagnosis says less)."""
+    cannot be read is empty (the diagnosis says less). `values`: the nodes' values alone (a
+    case that raised)."""
     lib.probe_cpu = PROBE_CPU
     with contextlib.redirect_stdout(Bounded()), contextlib.redirect_stderr(Bounded()), running(modules):
         try:
-            return lib.read_tape()
+            return lib.read_values() if values else lib.read_tape()
         except BaseException:
             return []

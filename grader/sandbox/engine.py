@@ -37,7 +37,7 @@ from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, add_suite, build, copy_grader
-from grader.verdict.compare import compare
+from grader.verdict.compare import needs_tape
 from grader.verdict.integrity import Finding, extra_threads, libraries_in
 
 SUITE_ORDER = ("public", "hidden")
@@ -517,12 +517,8 @@ class SandboxEngine:
         return []
 
     def _wants_tape(self, case: Case, run: Run) -> bool:
-        """Does the verdict need this run's tape? Only to diagnose wrong results: a case that
-        raised, or lacks an op, has none, and a right one needs none."""
-        if run.failure is not None or run.missing:
-            return False
-        expected = self.expected(case.id) if self.expected is not None else None
-        return expected is None or bool(compare(expected, run.results))
+        """Does the verdict need this run's tape (`compare.needs_tape`)?"""
+        return needs_tape(self.expected(case.id) if self.expected is not None else None, run)
 
     def _note(self, notes: list[str], suite: str) -> None:
         """Loading notes, once each (every worker loads the submission anew), from public

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 from grader.case.quantity import Quantity
+from grader.case.run import Run
 
 TOLERANCES = {"float64": (1e-6, 1e-8), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3)}
 PRECISION = ["float64", "float32", "float16"]  # from finest to coarsest
@@ -118,3 +119,28 @@ def compare(expected: dict[str, Quantity | None], actual: dict[str, Quantity | N
         if reason:
             found.append(Mismatch(name, e, a, reason))
     return found
+
+
+def needs_tape(expected: dict[str, Quantity | None] | None, run: Run) -> bool:
+    """Does the verdict need this run's tape (every node's value and gradient)? Its diagnosis
+    reads it where results are wrong (or nothing is known of what they should be), and where
+    the case raised: a value gone wrong before the exception is its cause. Not for a right
+    run, one stopped by the grader (its time or memory up), one lacking an op, or one not
+    implemented yet."""
+    if run.fault is not None or run.missing:
+        return False
+    if run.failure is not None:
+        return run.failure.type not in (*NOT_FROM_A_VALUE, *FINDINGS)
+    return expected is None or bool(compare(expected, run.results))
+
+
+#: exceptions no wrong value causes: a rule not written yet, the grader's own limits
+NOT_FROM_A_VALUE = ("NotImplementedError", "CaseTimedOut", "MemoryError")
+#: the grader's own accounts of an exception (needle's adapter): each names its cause
+FINDINGS = (
+    "GradientTypeError",
+    "GradientShapeError",
+    "NoGradientError",
+    "NotDifferentiableError",
+    "NumpyOperandError",
+)

@@ -31,7 +31,7 @@ from grader.assignments import Slip
 from grader.case.quantity import Quantity
 from grader.case.run import Failure, Run
 from grader.case.trace import FORMATS, NodeRef, Step
-from grader.verdict.compare import Mismatch, close
+from grader.verdict.compare import FINDINGS, Mismatch, close
 
 MAX_USERS = 6  # consumers listed in a message
 #: results whose expected value is the course's rule rather than PyTorch's (by name)
@@ -262,13 +262,7 @@ def _failure_text(failure: Failure, hints: ModuleType) -> str:
     if failure.not_implemented:
         func = failure.where[2] if failure.where else "a function of the submission"
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
-    if failure.type in (
-        "GradientTypeError",
-        "GradientShapeError",
-        "NoGradientError",
-        "NotDifferentiableError",
-        "NumpyOperandError",
-    ):  # the grader's own finding: the message says it all
+    if failure.type in FINDINGS:  # the grader's own finding: the message says it all
         return failure.message
     text = f"{failure.type}{where}: {failure.message}"
     if failure.type == "KeyError" and failure.where and failure.where[2] == "compute_gradient_of_variables":
@@ -302,8 +296,10 @@ def explain_rule(tape: Tape, i: int) -> Diagnosis:
     return Diagnosis(message, rule(op), i)
 
 
-def explain_forward(tape: Tape) -> Diagnosis | None:
-    for i in range(len(tape.steps)):
+def explain_forward(tape: Tape, made: int | None = None) -> Diagnosis | None:
+    """The first node whose value is wrong (of the first `made`, those a case that raised
+    made): the op that computed it."""
+    for i in range(len(tape.steps) if made is None else made):
         if tape.differs(i, "value") and tape.steps[i].op.endswith(".gradient"):
             return explain_rule(tape, i)
         if tape.differs(i, "value") and tape.steps[i].op == "grad":
@@ -831,6 +827,17 @@ def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...])
     return diagnosis
 
 
+def _made_before_raising(expected: Run, actual: Run, hints: ModuleType) -> Tape | None:
+    """The tape of a case that raised, read up to there (the nodes it made, the rest empty):
+    a value already wrong among them is the cause (rsub reversed, so that log meets a
+    negative number and raises)."""
+    made = len(actual.tape)
+    if not made or made > len(expected.tape):
+        return None
+    rest = [{"value": None, "grad": None, "rule": None} for _ in range(len(expected.tape) - made)]
+    return Tape(expected, replace(actual, tape=[*actual.tape, *rest]), hints)
+
+
 def uses_mlp(expected: Run) -> bool:
     """Does the case build an MLP from the submission's nn module?"""
     return any(step.op in ("parameter", "mlp") for step in expected.steps)
@@ -864,9 +871,16 @@ def diagnose(
     hints = hints_for(assignment)
     tape = Tape(expected, actual, hints)
     if actual.failure is not None:
+        # the exception's slips read no tape: one read up to the exception is only for its values
+        tape = Tape(expected, replace(actual, tape=[]), hints)
         found = explain_failure(actual.failure, hints)
         evidence = Evidence(tape, mismatches, actual.failure, found)
         found = name_slip(found, evidence, slips_for(assignment))
+        partial = _made_before_raising(expected, actual, hints)
+        before = explain_forward(partial, len(actual.tape)) if partial is not None else None
+        if before is not None:  # the exception is where it surfaced: the wrong value is the cause
+            before = name_slip(before, Evidence(partial, [], None, before), slips_for(assignment))
+            return before.plus(f"\n  and then the case raised: {found.message}")
         in_the_mlp = _in_the_mlp(tape, found, actual.failure, assignment)
         return found.plus(mlp_note(expected, assignment) if in_the_mlp else "")
     values = [m for m in mismatches if not m.is_grad]

@@ -157,6 +157,8 @@ LAID_AT = {
     # right to a millionth at each node: the 5000-node chain compounds it
     "micrograd/tanh-uses-input": (r"micrograd/test_deep::chain_5000$", {"tanh"}),
     "micrograd/zero-grad-does-nothing": (r"micrograd/.*zero_grad", {"Module.zero_grad"}),
+    # reversed, it makes 1 - p negative; log then raises on it, but rsub is what is wrong
+    "micrograd/rsub-reversed": (r"micrograd/.*hidden_log_sigmoid_loss", {"Value.__rsub__"}),
     # raised in a rule's closure (ZeroDivisionError), or in the sort nested in backward()
     "micrograd/log-divides-by-output": (r"micrograd/test_(ops|hidden_ops)::", {"log"}),
     "micrograd/recursive-topo": (r"micrograd/test_deep::", {"backward"}),
@@ -460,3 +462,15 @@ def survey() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(survey())
+
+
+def test_a_value_gone_wrong_before_an_exception_is_named_in_the_sandbox_too(cases, oracle, tmp_path):
+    """The worker reads a case's tape up to where it raised, when asked: log raised on the
+    negative number rsub made, and rsub is named, the exception after it."""
+    from tests.harness.grading import grade
+
+    submission = materialize(BY_NAME["rsub-reversed"], tmp_path / "rsub")
+    loss = lambda case: case.id.endswith("hidden_log_sigmoid_loss")  # noqa: E731
+    [result] = grade(submission, "hidden", ("micrograd",), oracle=oracle, keep=loss).results
+    assert result.message.startswith("wrong value from Value.__rsub__"), result.message
+    assert "and then the case raised: ValueError in Value.log" in result.message

@@ -106,6 +106,9 @@ class TensorBackend(Backend):
     def read_tape(self) -> list[dict[str, Quantity | None]]:
         return super().read_tape() if self.read_full_tape else []
 
+    def read_values(self) -> list[dict[str, Quantity | None]]:
+        return super().read_values() if self.read_full_tape else []
+
     # ---- needle's helpers, each recorded under its own name ----
 
     def add(self, a, b):
