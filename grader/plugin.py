@@ -359,8 +359,7 @@ class _State:
                 sys.stdout.write(actual.output if actual.output.endswith("\n") else actual.output + "\n")
             # A submission stopped, or lacking an op, needs no oracle for its message (nor one
             # that raised, unless its tape was read: a value gone wrong before it): skip PyTorch.
-            failed = actual.fault is not None or bool(actual.missing) or actual.failure is not None
-            needed = not failed or (actual.failure is not None and bool(actual.tape))
+            needed = actual.fault is None and not actual.missing and (actual.failure is None or actual.tape)
             result = verdict(case, expected if needed and expected is not None else Run(), actual)
         except NeedsTorch as exc:
             if graded:  # not the submission's fault: not scored, and said once in the score section
