@@ -119,7 +119,7 @@ def extract(
     originals = _cells_by_id(read_cells(source)) if source else {}
     order = LAYOUT[assignment]
     #: module -> its chunks of code: (text, the cell it came from as `places.cell_label` names
-    #: it, "" for a student's own, None for the kit's; the cell's line of the chunk's first)
+    #: it, None for the kit's; the cell's lines before the chunk's first)
     bodies: dict[str, list[tuple[str, str | None, int]]] = {module: [] for module in order}
     files = package_files(reference, assignment)
     above = order[0]  # the module of the last graded cell above: a student's own cell joins it
@@ -145,8 +145,9 @@ def extract(
             above = module
         elif not cell.metadata.get("nbgrader"):  # a cell the student added: what it defines
             known = bound_names("\n".join([files[above].head, *(c for c, _, _ in bodies[above])]))
-            if defined := definitions(cell.source, known):
-                bodies[above].append((defined, "", 0))
+            label = places.cell_label(cell.source)
+            for defined, offset in own_definitions(cell.source, known):
+                bodies[above].append((defined, label, offset))
                 shared[above].update(bound_names(defined))
     package = Path(directory) / assignment
     if package.exists():
@@ -225,21 +226,28 @@ BUILTINS = frozenset(dir(builtins))
 
 
 def definitions(text: str, known: set[str]) -> str:
-    """What a code cell the student added defines, as a module can hold it. A kernel runs every
-    cell, so graded code may use a helper, an import or a constant from a cell of the student's
-    own (`nbgrader autograde` gave full marks; the fast path, reading the graded cells alone, a
-    NameError). Its functions, classes, imports and constants are kept, in the module of the
-    last graded cell above it (the first module's, for a cell above them all; a later
-    definition replaces an earlier one there, as in the kernel), where defining them runs
-    nothing and uses only names the module has (`known`, which grows with what is kept). What
-    the cell runs (a call, a loop, a print: the student's experiments) is not kept: where the
-    kernel goes on to the next cell, it would stop the module's import. An import of what the
-    grading sandbox lacks (torch) is passed over; a cell that is not Python is left out."""
+    """What a code cell the student added defines, as a module can hold it (`own_definitions`)."""
+    return "\n\n\n".join(source for source, _ in own_definitions(text, known))
+
+
+def own_definitions(text: str, known: set[str]) -> list[tuple[str, int]]:
+    """What a code cell the student added defines, one statement at a time, each with the
+    cell's line before its first (a message about it names the cell and the line, as a
+    kernel's traceback does). A kernel runs every cell, so graded code may use a helper, an
+    import or a constant from a cell of the student's own (`nbgrader autograde` gave full
+    marks; the fast path, reading the graded cells alone, a NameError). Its functions,
+    classes, imports and constants are kept, in the module of the last graded cell above it
+    (the first module's, for a cell above them all; a later definition replaces an earlier
+    one there, as in the kernel), where defining them runs nothing and uses only names the
+    module has (`known`, which grows with what is kept). What the cell runs (a call, a loop,
+    a print: the student's experiments) is not kept: where the kernel goes on to the next
+    cell, it would stop the module's import. An import of what the grading sandbox lacks
+    (torch) is passed over; a cell that is not Python is left out."""
     code = as_python(text)
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return ""
+        return []
     lines, kept = code.split("\n"), []
     for node in tree.body:
         if not _defines_only(node, known):
@@ -247,11 +255,13 @@ def definitions(text: str, known: set[str]) -> str:
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         whole = "\n".join(lines[first - 1 : node.end_lineno]) if first < node.lineno else None
         source = whole or ast.get_source_segment(code, node) or ""
+        offset = first - 1
         if isinstance(node, ast.Import | ast.ImportFrom):
             source = "try:\n" + textwrap.indent(source, "    ") + "\nexcept ImportError:\n    pass"
-        kept.append(source)
+            offset -= 1  # the statement is the chunk's second line
+        kept.append((source, offset))
         known |= bound_names(source)  # not an import's names: it may fail in the sandbox
-    return "\n\n\n".join(kept)
+    return kept
 
 
 #: what an IPython command in a graded cell becomes (its own text after it, in a comment)

@@ -4,7 +4,8 @@ The fast path grades a notebook as the package it writes from the graded cells
 (`grader.authoring.nbgrader_io.extract`), so an exception would say `engine.py, line 52`:
 a file the student never saw. Beside the package, `extract` leaves a map (`PLACES`) from
 each module's lines to the cells they came from; `name_cells` rewrites a report's places
-with it (`cell "class Value:", line 48`), as a kernel's traceback points into the cell.
+with it (`cell "class Value:", line 48`), as a kernel's traceback points into the cell; so
+for a cell the student added, whose definitions `extract` keeps (`cell "def helper(g):", line 2`).
 Lines the kit wrote around the cells (a module's imports) keep their file's name.
 """
 
@@ -17,9 +18,9 @@ from pathlib import Path
 from grader.report.model import Report
 
 #: the map's file, beside the extracted package: {"engine.py": [[first line, lines, cell,
-#: the cell's line of the first], ...]}; cell "" is a cell the student added (no lines kept)
+#: the cell's lines before the first], ...]}, a chunk for each graded cell, and for each
+#: definition kept from a cell the student added
 PLACES = "places.json"
-OWN_CELL = "a cell of your own"
 #: `engine.py, line 52` (an exception's place) and `ops.py line 347` (the rule that ran)
 _PLACE = re.compile(r"\b(?P<file>[A-Za-z_]\w*\.py)(?P<sep>,? line )(?P<line>\d+)")
 
@@ -59,8 +60,6 @@ def in_cells(text: str, places: dict[str, list[list]]) -> str:
         line = int(match["line"])
         for first, count, label, offset in places.get(match["file"], ()):
             if first <= line < first + count:
-                if not label:
-                    return OWN_CELL
                 return f'cell "{label}"{match["sep"]}{line - first + 1 + offset}'
         return match[0]
 

@@ -345,3 +345,28 @@ def test_a_message_about_a_notebooks_code_names_its_cell_and_line(tmp_path, orac
     (tmp_path / "out" / PLACES).write_text('{"engine.py": [[1, 999, "mine"]]}')
     report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
     assert "(engine.py, line" in report.results[0].message
+
+
+def test_a_message_about_a_cell_the_student_added_names_that_cell_and_line(tmp_path, oracle):
+    """A helper in a cell of the student's own, which a rule calls, raises: the message names
+    that cell by its first line of code and the line in it, as for a graded cell (its
+    definitions are kept one by one, the experiments between them are not)."""
+    import nbformat
+
+    from grader.authoring.nbgrader_io import extract
+
+    nb = build(REPO / "reference", REPO / "tests", "micrograd")
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+    at = ids.index("engine_value")
+    engine = nb.cells[at]
+    rule = "            self.grad += other.data * out.grad\n"
+    engine.source = engine.source.replace(rule, "            self.grad += _scaled(other.data) * out.grad\n")
+    own = "# my helpers\nSCALE = 1.0\nprint(SCALE)\n\ndef _scaled(x):\n    return x * SCALE / 0\n"
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(own))
+    notebook = tmp_path / "micrograd.ipynb"
+    nbformat.write(nb, notebook)
+    extract(notebook, tmp_path / "out", "micrograd")
+    muls = lambda case: case.id == "micrograd/test_ops::backward[mul]"  # noqa: E731
+    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
+    [result] = report.results
+    assert 'in _scaled (cell "SCALE = 1.0", line 6)' in result.message, result.message
