@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=mutant_count,
         default=None,
         metavar="N|all",
-        help="how many mutants of the reference to grade (default all)",
+        help="how many mutants of the reference to grade (default all; 0 leaves that check out)",
     )
     p.add_argument("--jobs", type=int, default=2, help="mutants graded at once (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="the mutants' order (default %(default)s)")
