@@ -321,29 +321,42 @@ def test_what_an_own_cell_defines_reaches_the_graded_cells_below_it_in_other_mod
     assert report.results and all(r.passed for r in report.results), [r.message for r in report.results]
 
 
-def test_a_message_about_a_notebooks_code_names_its_cell_and_line(tmp_path, oracle):
-    """The fast path grades the package it writes from the notebook; a student never saw its
-    files, so an exception's place is given in the cell, as a kernel's traceback gives it."""
+#: the product rule of the reference's micrograd, which the tests below edit
+MUL_RULE = "            self.grad += other.data * out.grad\n"
+
+
+def mul_graded(nb, folder: Path, oracle):
+    """micrograd's backward[mul] case graded on the code the fast path extracts from `nb`."""
     import nbformat
 
     from grader.authoring.nbgrader_io import extract
+
+    notebook = folder / "micrograd.ipynb"
+    nbformat.write(nb, notebook)
+    extract(notebook, folder / "out", "micrograd")
+    report = grade(folder / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=only_mul)
+    [result] = report.results
+    return result
+
+
+def only_mul(case) -> bool:
+    return case.id == "micrograd/test_ops::backward[mul]"
+
+
+def test_a_message_about_a_notebooks_code_names_its_cell_and_line(tmp_path, oracle):
+    """The fast path grades the package it writes from the notebook; a student never saw its
+    files, so an exception's place is given in the cell, as a kernel's traceback gives it."""
     from grader.report.places import PLACES
 
     nb = build(REPO / "reference", REPO / "tests", "micrograd")
     engine = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "engine_value")
-    rule = "            self.grad += other.data * out.grad\n"
-    engine.source = engine.source.replace(rule, rule + "            1 / 0\n")
+    engine.source = engine.source.replace(MUL_RULE, MUL_RULE + "            1 / 0\n")
     line = engine.source.splitlines().index("            1 / 0") + 1
-    notebook = tmp_path / "micrograd.ipynb"
-    nbformat.write(nb, notebook)
-    extract(notebook, tmp_path / "out", "micrograd")
-    muls = lambda case: case.id == "micrograd/test_ops::backward[mul]"  # noqa: E731
-    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
-    [result] = report.results
+    result = mul_graded(nb, tmp_path, oracle)
     assert f'in Value.__mul__._backward (cell "class Value:", line {line})' in result.message, result.message
     # a file of that name among a student's own files, of another form, is not read
     (tmp_path / "out" / PLACES).write_text('{"engine.py": [[1, 999, "mine"]]}')
-    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
+    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=only_mul)
     assert "(engine.py, line" in report.results[0].message
 
 
@@ -353,20 +366,12 @@ def test_a_message_about_a_cell_the_student_added_names_that_cell_and_line(tmp_p
     definitions are kept one by one, the experiments between them are not)."""
     import nbformat
 
-    from grader.authoring.nbgrader_io import extract
-
     nb = build(REPO / "reference", REPO / "tests", "micrograd")
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
     at = ids.index("engine_value")
     engine = nb.cells[at]
-    rule = "            self.grad += other.data * out.grad\n"
-    engine.source = engine.source.replace(rule, "            self.grad += _scaled(other.data) * out.grad\n")
+    engine.source = engine.source.replace(MUL_RULE, MUL_RULE.replace("other.data", "_scaled(other.data)"))
     own = "# my helpers\nSCALE = 1.0\nprint(SCALE)\n\ndef _scaled(x):\n    return x * SCALE / 0\n"
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(own))
-    notebook = tmp_path / "micrograd.ipynb"
-    nbformat.write(nb, notebook)
-    extract(notebook, tmp_path / "out", "micrograd")
-    muls = lambda case: case.id == "micrograd/test_ops::backward[mul]"  # noqa: E731
-    report = grade(tmp_path / "out", "public", ("micrograd",), oracle=oracle, sandbox=False, keep=muls)
-    [result] = report.results
+    result = mul_graded(nb, tmp_path, oracle)
     assert 'in _scaled (cell "SCALE = 1.0", line 6)' in result.message, result.message
