@@ -146,7 +146,7 @@ def extract(
         elif not cell.metadata.get("nbgrader"):  # a cell the student added: what it defines
             known = bound_names("\n".join([files[above].head, *(c for c, _, _ in bodies[above])]))
             label = places.cell_label(cell.source)
-            for defined, offset in own_definitions(cell.source, known):
+            for defined, offset in definitions(cell.source, known):
                 bodies[above].append((defined, label, offset))
                 shared[above].update(bound_names(defined))
     package = Path(directory) / assignment
@@ -225,12 +225,7 @@ RUNS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda
 BUILTINS = frozenset(dir(builtins))
 
 
-def definitions(text: str, known: set[str]) -> str:
-    """What a code cell the student added defines, as a module can hold it (`own_definitions`)."""
-    return "\n\n\n".join(source for source, _ in own_definitions(text, known))
-
-
-def own_definitions(text: str, known: set[str]) -> list[tuple[str, int]]:
+def definitions(text: str, known: set[str]) -> list[tuple[str, int]]:
     """What a code cell the student added defines, one statement at a time, each with the
     cell's line before its first (a message about it names the cell and the line, as a
     kernel's traceback does). A kernel runs every cell, so graded code may use a helper, an
