@@ -247,14 +247,30 @@ def search_names(suite: Path) -> list[str]:
     return [name for path in sorted(suite.glob("test_*.py")) for name in search_names_in(path)]
 
 
+def search_programs(suite: Path) -> set[str]:
+    """The case ids of the fixed programs the searches of a suite folder try first
+    (`__grader_programs__`, `grader.case.search`): the same on every run and machine."""
+    from grader.case.define import load_module
+
+    found = set()
+    for path in sorted(suite.glob("test_*.py")):
+        names = search_names_in(path)
+        module = load_module(path) if names else None
+        for name in names:
+            found |= {case.id for case in getattr(module, name).__grader_programs__()}
+    return found
+
+
 def search_runs(bundle: Path, repo: Path, names: list[str], seed: Path | None = None) -> dict[str, dict]:
     """The expected runs of the programs each assignment's searches try on a correct
-    submission (their fixed programs: `grader.case.search`), found as a student's run finds
+    submission (their fixed programs: `search_programs`), found as a student's run finds
     them: pytest in the bundle, grading the reference, which also shows that every search
     passes on it. One run for all `names` (PyTorch is imported once, if at all). Its oracle
     keeps them in a folder of its own, one file per assignment's searches, which starts with
     the searches' files of the oracle cache `seed` and gives it back the one it used: a
-    release made again from the same kit runs no PyTorch for them. Returns, for each name,
+    release made again from the same kit runs no PyTorch for them. Only the fixed programs'
+    runs are taken from that file (it also holds what searches of other submissions drew and
+    shrank), so a release is the same whatever ran before it. Returns, for each name,
     {"runs": ..., "seconds": ...}."""
     from grader.verdict import cache
     from grader.verdict.oracle import CACHE_ENV
@@ -294,8 +310,11 @@ def search_runs(bundle: Path, repo: Path, names: list[str], seed: Path | None = 
                 used.setdefault(version.assignment, version)
         for name, version in used.items():
             data = json.loads(version.path.read_text())
-            found[name]["runs"].update(data["runs"])
-            found[name]["seconds"].update(data["seconds"])
+            wanted = search_programs(bundle / "tests" / "public" / name)
+            if missing := wanted - data["runs"].keys():
+                raise ReleaseError(f"the {name} searches did not run {len(missing)} of their fixed programs")
+            found[name]["runs"].update({key: data["runs"][key] for key in sorted(wanted)})
+            found[name]["seconds"].update({key: data["seconds"][key] for key in sorted(wanted)})
             if seed is not None:
                 cache.copy_version(version.path, seed)
     return found

@@ -55,11 +55,21 @@ def search(
     """Decorate an ungraded `test(graded_case)` that checks `max_examples` fixed programs of
     `generate`, each as `make_case(program)`; when one fails, hypothesis searches as many
     and shrinks its failing program, whose code, `show(program)`, ends the failure message.
-    Outside pytest (the grader collecting its cases, the sandbox) the test is dropped:
-    nothing runs it there. Hypothesis is imported only to shrink, never when its file is
-    collected or when every program passes."""
+    Outside pytest (the grader collecting its cases, the sandbox, a release) nothing runs
+    the test: it is kept as it is. Either way it carries `__grader_programs__`, which gives
+    the fixed programs' cases: a release ships their answers, and no others. Hypothesis is
+    imported only to shrink, never when its file is collected or when every program passes."""
+
+    def programs() -> list[Case]:
+        return [make_case(program) for program in fixed(generate, max_examples)]
+
     if "pytest" not in sys.modules:
-        return lambda test: None
+
+        def kept(test: Callable[..., None]) -> Callable[..., None]:
+            test.__grader_programs__ = programs  # type: ignore[attr-defined]
+            return test
+
+        return kept
     import pytest
 
     def decorate(test: Callable[..., None]):
@@ -111,6 +121,7 @@ def search(
         searching.__name__, searching.__doc__ = test.__name__, test.__doc__
         searching.__module__ = test.__module__
         searching.__grader_search__ = True  # the pytest plugin tells a search from a graded case
+        searching.__grader_programs__ = programs
         return searching
 
     return decorate

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from grader.authoring.leaks import forbidden_files
-from grader.authoring.release import grader_files, release
+from grader.authoring.release import grader_files, release, search_programs, search_runs
 from grader.case.define import collect
 from grader.cli import main as cli
 from grader.pipeline import InProcessRunner, grade
@@ -156,9 +156,9 @@ def test_the_answers_are_every_public_cases_run_stamped_with_its_suite(bundle):
         assert answers["format"] == FORMAT
         cases = collect(REPO / "tests", [name], ("public",))
         assert {c.id for c in cases} <= set(answers["runs"])
-        searched = [i for i in answers["runs"] if i.startswith(f"{name}/hypothesis::")]
-        assert searched  # the programs the search tries
+        searched = {i for i in answers["runs"] if i.startswith(f"{name}/hypothesis::")}
         suite = bundle / "tests" / "public" / name
+        assert searched and searched == search_programs(suite)  # the programs the search tries first
         assert answers["files"] == {
             f"public/{name}/{p.name}": file_digest(p) for p in suite.glob("test_*.py")
         }
@@ -168,6 +168,25 @@ def test_the_answers_are_every_public_cases_run_stamped_with_its_suite(bundle):
         assert set(details) == set(answers["runs"])  # what a diagnosis reads, read when one does
         tapes = [json.loads(text)["tape"] for text in details.values()]
         assert all(tape is not None for tape in tapes) and any(tapes)
+
+
+def test_a_release_ships_only_the_searches_fixed_programs(tmp_path, bundle, oracle_cache):
+    """The oracle cache's search file also keeps what other runs' searches drew and shrank
+    (a buggy submission's): a release ships the runs of its fixed programs only, so that it
+    is the same whatever ran before it."""
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    drawn = "micrograd/hypothesis::random_program[drawn-by-another-run]"
+    for version in cache.versions(oracle_cache):
+        if version.assignment == "micrograd" and version.suite == "search":
+            data = json.loads(version.path.read_text())
+            data["runs"][drawn] = next(iter(data["runs"].values()))
+            data["seconds"][drawn] = 0.0
+            (seed / version.path.name).write_text(json.dumps(data))
+    runs = search_runs(bundle, REPO, ["micrograd"], seed)["micrograd"]["runs"]
+    assert set(runs) == search_programs(bundle / "tests" / "public" / "micrograd")
+    used = max(seed.glob("micrograd-search-*.json"), key=os.path.getmtime)
+    assert drawn in json.loads(used.read_text())["runs"]  # the cache keeps what it held
 
 
 def test_a_narrower_release_ships_one_assignment(tmp_path, bundle, oracle_cache):
