@@ -202,9 +202,10 @@ def test_autograde_finds_every_test_cell_as_released(course):
 
 #: where a kernel's own machinery lives (pyzmq's compiled frames are named by a relative path,
 #: `"zmq/backend/...`): a traceback through nothing else is not the kit's.
-#: ipykernel (7.4) races with itself as a kernel shuts down: its control handler flushes stderr
-#: while its IOPub thread closes the pipe that flush would wake, and tornado logs the ZMQError
-KERNEL_MACHINERY = ("/ipykernel/", "/zmq/", "/tornado/", '"zmq/')
+#: ipykernel (7.4) races with itself as a kernel shuts down: its control handler flushes stderr,
+#: or publishes its idle status through jupyter_client's Session, while its IOPub thread closes
+#: the pipe that would wake it, and tornado logs the ZMQError
+KERNEL_MACHINERY = ("/ipykernel/", "/jupyter_client/", "/zmq/", "/tornado/", '"zmq/')
 
 
 def tracebacks_of_the_kit(log: str) -> list[str]:
