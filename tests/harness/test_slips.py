@@ -181,6 +181,23 @@ def test_a_wrong_order_in_a_graph_with_a_detach_is_not_blamed_on_detach(oracle, 
     assert hints.DETACH not in result.message and "detach" not in result.message, result.message
 
 
+@pytest.mark.parametrize(
+    "bug, says", [(None, 0.0), ("grads-accumulate-across-backward", 1.0), ("numpy-gradients", 0.0)]
+)
+def test_backward_is_tried_twice_on_a_fresh_graph(bug, says, tmp_path):
+    """What a case that differentiates a gradient learns of backward itself: run twice on a
+    fresh graph, does it leave twice the first gradients (it adds to what an earlier backward
+    left)? Not for the reference, nor for a submission whose rules are wrong but whose
+    backward assigns."""
+    from grader import assignments
+
+    needle = assignments.get("needle")
+    found = {b.name: b for b in NEEDLE}
+    submission = REPO / "reference" if bug is None else materialize(found[bug], tmp_path / bug)
+    probe = needle.engine(needle.load(submission), trace=True)._carries_over()
+    assert probe is not None and probe.data == (says,)
+
+
 def main() -> int:
     oracle = Oracle()
     total = Count()

@@ -363,8 +363,10 @@ class NeedleBackend(TensorBackend):
         run alone on fresh leaves with the node's own gradient as out_grad (the partial
         adjoints it contributed, if backward was right). When a node's gradient is wrong and
         every consumer's rule is right, the diagnostic blames backward's sum, not a rule.
-        Leaves also carry `requires_grad`. A rule that returns no Tensor raises here."""
+        Leaves also carry `requires_grad`, and a `grad` step (a gradient differentiated
+        again) `carries_over`. A rule that returns no Tensor raises here."""
         tape = super().read_tape()
+        carries = self._carries_over() if self._differentiates_a_gradient() else None
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if step.op in ("leaf", "parameter"):
@@ -374,7 +376,34 @@ class NeedleBackend(TensorBackend):
                 if self._differentiates_a_gradient():
                     found = self.probed_alone(step.op, self._differentiable, i)
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
+            elif step.op == "grad":
+                entry["carries_over"] = carries
         return tape
+
+    def _carries_over(self) -> Quantity | None:
+        """backward() twice from the output of a fresh graph, sum(x * x): 1 when a node then
+        holds twice its first gradient (the second backward added to what the first left
+        there), 0 when every node holds its first gradient again, None when the probe cannot
+        tell (an op or backward raised, or the gradients changed otherwise). A case that
+        differentiates a gradient runs backward through nodes an earlier backward gave
+        gradients to: where backward adds to those, every gradient after is off, and this
+        says why."""
+        try:
+            x = self.Tensor(np.array([0.5, -1.5, 2.0], dtype="float32"), requires_grad=True)
+            t = x * x
+            y = t.sum()
+            nodes = (x, t, y)
+            passes = []
+            for _ in range(2):
+                y.backward()
+                passes.append([_data(node.grad).astype(np.float64) for node in nodes])
+        except Exception:
+            return None
+        pairs = [(a, b) for a, b in zip(*passes, strict=True) if a.shape == b.shape]
+        if len(pairs) == len(nodes) and all(np.array_equal(a, b) for a, b in pairs):
+            return Quantity((0.0,), ())
+        doubled = any(np.any(a != 0) and np.allclose(b, 2 * a) for a, b in pairs)
+        return Quantity((1.0,), ()) if doubled else None
 
     def _on_fresh_leaves(self, step: Any) -> tuple[Any, list[Any]]:
         """The step's op applied anew, to fresh leaves that hold its inputs' data and require

@@ -81,6 +81,19 @@ def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def carries_over(evidence: Any) -> dict[str, str] | None:
+    """A case that differentiates a gradient has a wrong gradient, and backward, run twice on
+    a fresh graph, left twice the first gradient on a node (the adapter's `carries_over`
+    probe): the backward through the gradient started from what the first one left on the
+    nodes of its graph, interior ones too, so no node's gradient is PyTorch's plus an earlier
+    one that `kept_earlier_gradient` could see."""
+    tape = evidence.tape
+    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
+        return None
+    said = [tape.actual[k].get("carries_over") for k, step in enumerate(tape.steps) if step.op == "grad"]
+    return {} if any(q is not None and q.data[0] == 1.0 for q in said) else None
+
+
 def _gradients(evidence: Any, reason: str) -> list[Any]:
     """The gradients among the results that differ, for `reason` ("shape", "dtype")."""
     return [
@@ -507,6 +520,16 @@ SLIPS = (
         "a later backward added to the gradient an earlier one left on {node}: each backward "
         "assigns the gradients for its own output, replacing those of an earlier backward",
         kept_earlier_gradient,
+        blame="backward",
+        replaces=(hints.HIGHER_ORDER,),
+    ),
+    Slip(
+        "kept-earlier-gradients",
+        "backward adds to the gradients an earlier backward left on the nodes it passes through "
+        "(a fresh sum(x * x) differentiated twice ends with twice its gradients), so this backward "
+        "through a gradient started from the first one's: each backward assigns the gradients for "
+        "its own output, replacing those of an earlier backward",
+        carries_over,
         blame="backward",
         replaces=(hints.HIGHER_ORDER,),
     ),

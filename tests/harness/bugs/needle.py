@@ -192,6 +192,8 @@ BUGS = [
             "test_composite::backward_twice_assigns",
             "test_composite::backward_of_two_outputs",
             "test_higher_order::power_second_derivative",  # x.grad = PyTorch's + grad(x) read before
+            "test_higher_order::gradient_norm",  # every node of the first graph carries its gradient over
+            "test_hidden_graph::hidden_mixed_partials",
         ],
         says=("earlier backward",),
         slip=("replacing",),
