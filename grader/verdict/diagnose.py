@@ -432,19 +432,19 @@ def _assign(tape: Tape) -> str:
     return ""
 
 
+def _detaches_fed(tape: Tape, i: int) -> list[int]:
+    """The detach() nodes node i is an ancestor of, in tape order."""
+    return [j for j, s in enumerate(tape.steps) if s.op == "detach" and i in tape.ancestors(j) and i != j]
+
+
 def _feeds_detach(tape: Tape, i: int) -> bool:
-    """Is node i an ancestor of some detach()? (Its probe, on a fresh leaf, cannot tell
-    whether a detached node keeps its op and inputs.)"""
-    todo = [r.index for s in tape.steps if s.op == "detach" for r in s.inputs if isinstance(r, NodeRef)]
-    seen: set[int] = set()
-    while todo:
-        j = todo.pop()
-        if j == i:
-            return True
-        if j not in seen:
-            seen.add(j)
-            todo += [r.index for r in tape.steps[j].inputs if isinstance(r, NodeRef)]
-    return False
+    return bool(_detaches_fed(tape, i))
+
+
+def _leaky_detaches(tape: Tape, nodes: list[int]) -> list[int]:
+    """Of these detach() nodes, those that let a gradient through when probed alone (on a
+    fresh node that has an op: needle's detach must return a leaf, keeping neither)."""
+    return [j for j in nodes if tape.steps[j].op == "detach" and tape.rule(j) is False]
 
 
 def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
@@ -465,6 +465,9 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
             return _explain_second_order(tape, i, got)
         if tape.carried_over(i):
             return _explain_backward(tape, i, users, got)
+        leaky = _leaky_detaches(tape, _detaches_fed(tape, i)) if tape.tensors else []
+        if leaky:
+            return _explain_leaky_detach(tape, i, leaky[0], got)
         if tape.steps[i].op == "parameter" or any(tape.steps[j].op == "mlp" for j in users):
             inside = _mlp_rule(tape, i, got)  # the MLP's neurons ran rules the tape does not see
             if inside is not None:
@@ -515,6 +518,16 @@ def _explain_detach(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis
         f"wrong gradient of {tape.name(i)}, which feeds a detach(): the rules that send it its "
         f"gradient are right on their own ({rules}), so a gradient reached it through the detached "
         f"tensor\n{got}\n  {tape.hints.DETACH}"
+    )
+    return Diagnosis(message, "detach", i)
+
+
+def _explain_leaky_detach(tape: Tape, i: int, j: int, got: str) -> Diagnosis:
+    """needle: node i feeds detach() node j, which, probed alone, lets a gradient through."""
+    message = (
+        f"wrong gradient of {tape.name(i)}, which feeds a detach() ({tape.expression(j)}): detach() "
+        f"alone lets a gradient through (probed on a fresh node that has an op), so a gradient "
+        f"reached {tape.name(i)} through the detached tensor\n{got}\n  {tape.hints.DETACH}"
     )
     return Diagnosis(message, "detach", i)
 
@@ -893,7 +906,9 @@ def diagnose(
         # a topological order is the course's rule (PyTorch has none to compare with)
         ours = all(CONTRACT_RESULT in m.name for m in mismatches)
         title = "results differ from the contract:" if ours else "results differ from PyTorch:"
-        head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}")
+        leaky = _leaky_detaches(tape, list(range(len(tape.steps)))) if tape.tensors else []
+        blame = "detach" if leaky else ""  # what a detached node keeps shows in these results
+        head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}", blame)
         listing = ""
     head = name_slip(head, Evidence(tape, mismatches, None, head), slips_for(assignment))
     head = head.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, head, None, assignment) else "")

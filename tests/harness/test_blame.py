@@ -177,6 +177,14 @@ LAID_AT = {
     "needle/mul-gradients-swapped": (r"needle/test_composite::sgd_steps", {"EWiseMul"}),
     # MatMul.compute raised, but MatMul.gradient was running and handed it the factors
     "needle/matmul-gradient-factors-swapped": (r"needle/test_matmul::", {"MatMul"}),
+    # the detached node kept its op and inputs: probed alone on a node that has an op, detach()
+    # lets a gradient through (the cases that keep a tape; a leaf's detach has nothing to keep)
+    "needle/detach-keeps-inputs": (
+        r"needle/test_(detach::(no_gradient|detached_is|detach_mid)|hidden_graph::hidden_detach_target)",
+        {"detach"},
+    ),
+    # every node of the first graph carried its gradient into the backward through a gradient
+    "needle/grads-accumulate-across-backward": (r"needle/test_(higher_order|hidden_graph)::", {"backward"}),
 }
 
 

@@ -459,7 +459,14 @@ class NeedleBackend(TensorBackend):
                 grad = _data(raw.grad)
             if grad is None:
                 return None
-            out, leaves = self._on_fresh_leaves(step)
+            if step.op == "detach":
+                # detached from a node with an op, as in a case (a leaf would have none to keep):
+                # what reaches the leaf under that node is what flows through the detach
+                (ref,) = step.inputs
+                leaves = [self.Tensor(_data(self.tape.nodes[ref.index].raw), requires_grad=True)]
+                out = self.ops["detach"](leaves[0] * 1.0)
+            else:
+                out, leaves = self._on_fresh_leaves(step)
             grads = self._local_grads(out, leaves, np.asarray(grad))
         except GradientTypeError:
             raise
