@@ -57,7 +57,7 @@ def test_lazy_constants_stay_ops(lib):
     c = lib.tensor(rng.standard_normal((2,)), "c", requires_grad=False)
     with lib.lazy():
         d = c * 3.0
-        result = {"d computed": lib.computed(d), "d has an op": lib.has_op(d)}
+        result = {"computed d": lib.computed(d), "d has an op": lib.has_op(d)}
     return {**result, "d": d}
 
 
