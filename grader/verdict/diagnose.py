@@ -908,7 +908,8 @@ def diagnose(
         title = "results differ from the contract:" if ours else "results differ from PyTorch:"
         leaky = _leaky_detaches(tape, list(range(len(tape.steps)))) if tape.tensors else []
         blame = "detach" if leaky else ""  # what a detached node keeps shows in these results
-        head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}", blame)
+        untraced = f"\n  {hints.NO_TAPE}" if not expected.tape else ""  # a deep case (`trace=False`)
+        head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}{untraced}", blame)
         listing = ""
     head = name_slip(head, Evidence(tape, mismatches, None, head), slips_for(assignment))
     head = head.plus(mlp_note(expected, assignment) if _in_the_mlp(tape, head, None, assignment) else "")

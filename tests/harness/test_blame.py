@@ -199,6 +199,19 @@ def test_each_failure_is_laid_at_the_part_that_is_wrong(name, cases, oracle, tmp
     assert laid and set(laid.values()) == culprits, laid
 
 
+def test_a_case_without_a_tape_says_why_it_names_no_rule(cases, oracle, tmp_path):
+    """A case too big to record its nodes (`trace=False`) can only list the results that
+    differ: it says so, and where to look; a case with a tape names the rule instead."""
+    from grader.assignments.micrograd import hints
+
+    deep, small = "hidden_graph::hidden_deep_mixed_chain", "accumulation::(mul_self|leaf_on_many)"
+    picked = chosen(cases, rf"^micrograd/test_({deep}|{small})")
+    untraced = {c.id for c in picked if not c.trace}
+    messages = failed(run(BY_NAME["mul-assigns"], picked, oracle, tmp_path))
+    assert untraced and untraced < set(messages), messages
+    assert all((hints.NO_TAPE in m) == (i in untraced) for i, m in messages.items()), messages
+
+
 # ---- leaves that do not require a gradient ----
 
 NO_GRAD_LEAVES = Bug(

@@ -45,6 +45,10 @@ NO_GRADIENT = (
     "the requires_grad it is given"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+NO_TAPE = (
+    "this case makes too many nodes to keep a record of each, so it cannot say which rule or "
+    "step of backward is wrong: the smaller cases that fail say it (fix those first)"
+)
 UNHASHABLE = (
     "a Tensor must be hashable, as the graph's sets and dicts of nodes (`visited`, the "
     "gradients' dict) need it: a class that defines __eq__ (a @dataclass does) loses the "
