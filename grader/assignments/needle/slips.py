@@ -524,7 +524,7 @@ SLIPS = (
         replaces=(hints.HIGHER_ORDER,),
     ),
     Slip(
-        "kept-earlier-gradients",
+        "adds-to-earlier-gradients",
         "backward adds to the gradients an earlier backward left on the nodes it passes through "
         "(a fresh sum(x * x) differentiated twice ends with twice its gradients), so this backward "
         "through a gradient started from the first one's: each backward assigns the gradients for "
