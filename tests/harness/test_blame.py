@@ -463,6 +463,18 @@ def test_the_higher_order_hint_is_given_only_where_a_rule_is_not_differentiable(
     assert messages and not [i for i, m in messages.items() if HIGHER_ORDER in m], messages
 
 
+def test_a_value_gone_wrong_before_an_exception_is_named_in_the_sandbox_too(cases, oracle, tmp_path):
+    """The worker reads a case's tape up to where it raised, when asked: log raised on the
+    negative number rsub made, and rsub is named, the exception after it."""
+    from tests.harness.grading import grade
+
+    submission = materialize(BY_NAME["rsub-reversed"], tmp_path / "rsub")
+    loss = lambda case: case.id.endswith("hidden_log_sigmoid_loss")  # noqa: E731
+    [result] = grade(submission, "hidden", ("micrograd",), oracle=oracle, keep=loss).results
+    assert result.message.startswith("wrong value from Value.__rsub__"), result.message
+    assert "and then the case raised: ValueError in Value.log" in result.message
+
+
 def survey() -> int:
     """Every bug of both banks graded on every case of its assignment: what its failures are
     laid at (the rule the class dashboard counts each under; "-" for no one), one line a bug."""
@@ -483,15 +495,3 @@ def survey() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(survey())
-
-
-def test_a_value_gone_wrong_before_an_exception_is_named_in_the_sandbox_too(cases, oracle, tmp_path):
-    """The worker reads a case's tape up to where it raised, when asked: log raised on the
-    negative number rsub made, and rsub is named, the exception after it."""
-    from tests.harness.grading import grade
-
-    submission = materialize(BY_NAME["rsub-reversed"], tmp_path / "rsub")
-    loss = lambda case: case.id.endswith("hidden_log_sigmoid_loss")  # noqa: E731
-    [result] = grade(submission, "hidden", ("micrograd",), oracle=oracle, keep=loss).results
-    assert result.message.startswith("wrong value from Value.__rsub__"), result.message
-    assert "and then the case raised: ValueError in Value.log" in result.message
