@@ -454,7 +454,8 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
             continue
         e, a = tape.expected[i]["grad"], tape.actual[i]["grad"]
         got = f"  {tape.name(i)}.grad: {_expected_got(e, a)}{_shape_note(e, a)}"
-        detach = f"\n  {hints.DETACH}" if tape.tensors and _feeds_detach(tape, i) else ""
+        fed = _detaches_fed(tape, i) if tape.tensors else []  # the detach() nodes i flows into
+        detach = f"\n  {hints.DETACH}" if fed else ""
         if not tape.tensors and tape.joined(i):
             detach = f"\n  {hints.DETACH}"
         users = tape.consumers(i)
@@ -465,7 +466,7 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
             return _explain_second_order(tape, i, got)
         if tape.carried_over(i):
             return _explain_backward(tape, i, users, got)
-        leaky = _leaky_detaches(tape, _detaches_fed(tape, i)) if tape.tensors else []
+        leaky = _leaky_detaches(tape, fed)
         if leaky:
             return _explain_leaky_detach(tape, i, leaky[0], got)
         if tape.steps[i].op == "parameter" or any(tape.steps[j].op == "mlp" for j in users):
