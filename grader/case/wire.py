@@ -23,7 +23,17 @@ MAX_MISSING, MAX_NAME = 32, 40
 #: notes on loading the submission, per message: how many, how long each
 MAX_NOTES, MAX_NOTE = 8, 600
 #: what each node of a tape carries (see `Backend.read`)
-TAPE_KEYS = ("value", "grad", "rule", "parts", "passes", "requires_grad", "differentiable", "carries_over")
+TAPE_KEYS = (
+    "value",
+    "grad",
+    "rule",
+    "rule_fixed",
+    "parts",
+    "passes",
+    "requires_grad",
+    "differentiable",
+    "carries_over",
+)
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
 ASK_TAPE = b"t"
 

@@ -143,6 +143,24 @@ class Tape:
             return None  # probed at other inputs than PyTorch's: nothing to compare
         return a is not None and close(e, a) is None
 
+    def fixed_rule(self, i: int) -> bool | None:
+        """needle, where a gradient is differentiated: did node i's rule, probed alone on both
+        sides with the same fixed out_grad (`rule_fixed`), give what PyTorch's gives? PyTorch
+        knows no gradient of the first graph's interior nodes once backward has run through
+        the gradient, so `rule` cannot be compared there. (None: unknown.)"""
+        if not self.actual:
+            return None
+        e, a = self.expected[i].get("rule_fixed"), self.actual[i].get("rule_fixed")
+        inputs = [r.index for r in self.steps[i].inputs if isinstance(r, NodeRef)]
+        if e is None or any(self.differs(j, "value") for j in inputs):
+            return None
+        return a is not None and close(e, a) is None
+
+    def known_rule(self, i: int) -> bool | None:
+        """`rule`, or where it cannot be compared, `fixed_rule`."""
+        found = self.rule(i)
+        return self.fixed_rule(i) if found is None else found
+
     def drift(self, i: int) -> float:
         """How far node i's rule, probed alone, is from PyTorch's (the largest relative
         difference) where it passes the tolerance but not as rounding would: a rule right to
@@ -323,18 +341,47 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
     """A gradient read inside the case (`grad` step i, x.grad after a backward) came out
     wrong: a rule of an op that backward went through (the graphs of the outputs made before
     it), probed alone with the same out_grad as PyTorch's, differs from PyTorch's (the first
-    such op): that rule."""
+    such op): that rule. Where every one of those rules is right on its own, and nothing
+    else could make the gradient (a detach, a rule that cannot be differentiated again, an
+    earlier gradient differentiated), backward combined them wrongly."""
     through = set().union(*(tape.ancestors(k) for k in tape.outputs if k < i))
-    wrong = [j for j in sorted(through) if not tape.differs(j, "grad") and tape.rule(j) is False]
+    ops = [j for j in sorted(through) if tape.steps[j].op not in (*LEAVES, "grad")]
+    wrong = [
+        j
+        for j in ops
+        if (not tape.differs(j, "grad") and tape.rule(j) is False)
+        or (tape.rule(j) is None and tape.fixed_rule(j) is False)
+    ]
+    value = f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
     if not wrong:
-        return None
+        return _backward_inside(tape, i, ops, value)
     j = wrong[0]
     message = (
         f"wrong gradient from {_op(tape, j)}: its rule, probed alone on {tape.expression(j)}, differs from "
-        f"PyTorch's, and {tape.expression(i)} runs it\n"
-        f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
+        f"PyTorch's, and {tape.expression(i)} runs it\n{value}"
     )
     return Diagnosis(message, rule(_op(tape, j)), i)
+
+
+def _backward_inside(tape: Tape, i: int, ops: list[int], value: str) -> Diagnosis | None:
+    """`grad` step i is wrong, and each rule backward ran for it (`ops`) is right on its own:
+    backward's sum of the partial adjoints, or its order, is wrong. Only on a tensor tape whose
+    first gradient this is, with no detach among the ops: a second gradient also depends on
+    how each rule's result differentiates (`differentiable`), and a detach on what it keeps."""
+    first = all(step.op != "grad" for step in tape.steps[:i])
+    if not (tape.tensors and first and ops) or any(tape.steps[j].op == "detach" for j in ops):
+        return None
+    if not all(tape.known_rule(j) for j in ops):
+        return None
+    hints = tape.hints
+    rules = ", ".join(f"{_op(tape, j)} ({tape.expression(j)})" for j in ops[:MAX_USERS])
+    rules += f", ... ({len(ops) - MAX_USERS} more)" if len(ops) > MAX_USERS else ""
+    message = (
+        f"wrong value from grad: {tape.expression(i)}, a gradient made by {hints.BACKWARD}: the gradient "
+        f"rules it ran are right on their own ({rules}), so backward combined them wrongly\n{value}\n"
+        f"  {hints.SUM}; and {hints.ORDER}"
+    )
+    return Diagnosis(message, "backward", i)
 
 
 def _built_from(tape: Tape, i: int) -> str:
@@ -698,6 +745,15 @@ def _explain_second_order(tape: Tape, i: int, got: str) -> Diagnosis:
         f"wrong gradient of {tape.name(i)} from a backward through a gradient ({grads})\n{got}\n"
         f"  that backward differentiates the gradient rules of: {', '.join(rules) or 'none'}"
     )
+    ops = [j for j, s in enumerate(tape.steps) if s.op not in (*LEAVES, "grad")]
+    wrong = [j for j in ops if tape.fixed_rule(j) is False]
+    if wrong:  # a rule whose numbers are wrong: the gradient it builds, and its derivative, are too
+        j = wrong[0]
+        message += (
+            f"\n  of those, {_op(tape, j)} ({tape.expression(j)}) gives other numbers than PyTorch's "
+            "rule, probed alone: fix it first"
+        )
+        return Diagnosis(message, rule(_op(tape, j)), i)
     return Diagnosis(message, "", i)
 
 

@@ -21,6 +21,7 @@ from grader.assignments.needle.backend import (
     NUMPY_OPERAND,
     TensorBackend,
     as_float_array,
+    fixed_out_grad,
     flag,
     indices,
     quantity,
@@ -364,7 +365,9 @@ class NeedleBackend(TensorBackend):
         adjoints it contributed, if backward was right). When a node's gradient is wrong and
         every consumer's rule is right, the diagnostic blames backward's sum, not a rule.
         Leaves also carry `requires_grad`, and a `grad` step (a gradient differentiated
-        again) `carries_over`. A rule that returns no Tensor raises here."""
+        again) `carries_over`; in such a case each op node also holds `rule_fixed`, its rule
+        probed with `fixed_out_grad` (PyTorch knows no gradient of the first graph's interior
+        nodes then). A rule that returns no Tensor raises here."""
         tape = super().read_tape()
         carries = self._carries_over() if self._differentiates_a_gradient() else None
         for i, entry in enumerate(tape):
@@ -376,6 +379,10 @@ class NeedleBackend(TensorBackend):
                 if self._differentiates_a_gradient():
                     found = self.probed_alone(step.op, self._differentiable, i)
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
+                    if step.op != "detach":
+                        data = _data(self.tape.nodes[i].raw)
+                        fixed = fixed_out_grad(data.shape).astype(data.dtype)
+                        entry["rule_fixed"] = self.probed_alone(step.op, self._probe, i, fixed)
             elif step.op == "grad":
                 entry["carries_over"] = carries
         return tape

@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.assignments.needle.backend import HELPERS, TensorBackend, as_float_array, flag, indices, quantity
+from grader.assignments.needle.backend import (
+    HELPERS,
+    TensorBackend,
+    as_float_array,
+    fixed_out_grad,
+    flag,
+    indices,
+    quantity,
+)
 from grader.case.backend import OPERATORS
 from grader.case.quantity import Quantity
 from grader.case.trace import Node, NodeRef
@@ -326,20 +334,27 @@ class TorchTensorBackend(TensorBackend):
 
     def read_tape(self) -> list[dict[str, Quantity | None]]:
         """Each op node's `rule`: what its op sends each input, given the node's own
-        gradient as out_grad (see `NeedleBackend.read_tape`)."""
+        gradient as out_grad; in a case that differentiates a gradient, `rule_fixed` too, given
+        `fixed_out_grad` (see `NeedleBackend.read_tape`)."""
         tape = super().read_tape()
+        twice = any(step.op == "grad" for step in self.tape.steps)  # a gradient differentiated
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if step.op == "leaf":
                 entry["requires_grad"] = flag(self.tape.nodes[i].raw.requires_grad)
             elif step.op in self.ops:
                 entry["rule"] = self._probe(i)
+                if twice and step.op != "detach":
+                    raw = self.tape.nodes[i].raw
+                    fixed = torch.tensor(fixed_out_grad(tuple(raw.shape)), dtype=raw.dtype)
+                    entry["rule_fixed"] = self._probe(i, fixed)
         return tape
 
-    def _probe(self, i: int) -> Quantity | None:
+    def _probe(self, i: int, out_grad: torch.Tensor | None = None) -> Quantity | None:
         step = self.tape.steps[i]
         raw = self.tape.nodes[i].raw
         grad = torch.ones_like(raw) if step.op == "detach" else self.grads.get(id(raw))
+        grad = grad if out_grad is None else out_grad
         if grad is None:
             return None
         leaves, args = [], []
