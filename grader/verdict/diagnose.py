@@ -807,6 +807,22 @@ def _about_detach(tape: Tape, m: Mismatch) -> bool:
     return tape.steps[i].op == "detach" or _feeds_detach(tape, i)
 
 
+def _lazy_part(tape: Tape, mismatches: list[Mismatch]) -> str:
+    """needle's lazy mode, when its flags are all that differ and each says a node's data was
+    computed before anyone asked for it (`computed x`: expected 0, got 1; a constant made at
+    once also lost its op, `x has an op`): the part that builds a node in lazy mode."""
+    if not tape.hints.LAZY_PART or not any(m.name.startswith("computed") for m in mismatches):
+        return ""
+    for m in mismatches:
+        early = (0.0, 1.0) if m.name.startswith("computed") else (1.0, 0.0)
+        flag = m.name.startswith("computed") or m.name.endswith(" has an op")
+        if not (flag and m.expected and m.actual and m.expected.shape == m.actual.shape == ()):
+            return ""
+        if (m.expected.data[0], m.actual.data[0]) != early:
+            return ""
+    return tape.hints.LAZY_PART
+
+
 def _structure_hints(tape: Tape, mismatches: list[Mismatch]) -> str:
     """Results about the graph rather than numbers (lazy flags, what a detached node keeps)."""
     hints = []
@@ -964,7 +980,7 @@ def diagnose(
         ours = all(CONTRACT_RESULT in m.name for m in mismatches)
         title = "results differ from the contract:" if ours else "results differ from PyTorch:"
         leaky = _leaky_detaches(tape, list(range(len(tape.steps)))) if tape.tensors else []
-        blame = "detach" if leaky else ""  # what a detached node keeps shows in these results
+        blame = "detach" if leaky else _lazy_part(tape, mismatches)  # what these results show
         untraced = f"\n  {hints.NO_TAPE}" if not expected.tape else ""  # a deep case (`trace=False`)
         head = Diagnosis(f"{title}\n{listing}{_structure_hints(tape, mismatches)}{untraced}", blame)
         listing = ""

@@ -70,6 +70,7 @@ UNHASHABLE = (
 )
 TOPO = ""
 LAZY = ""
+LAZY_PART = ""
 HIGHER_ORDER = ""
 MLP = (
     "the MLP contract: MLP(nin, nouts) (e.g. MLP(3, [4, 4, 1])) is called on a list of nin "

@@ -60,6 +60,9 @@ LAZY = (
     "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "
     "realize_cached_data() or numpy() asks for it, and must equal eager mode's"
 )
+#: what a node's data computed before anyone asked for it in lazy mode is laid at: the op
+#: building it did not check LAZY_MODE
+LAZY_PART = "Value.make_from_op"
 HIGHER_ORDER = (
     "this case differentiates a gradient: gradient rules must build their result from the "
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
