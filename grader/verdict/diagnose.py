@@ -157,8 +157,10 @@ class Tape:
         return a is not None and close(e, a) is None
 
     def known_rule(self, i: int) -> bool | None:
-        """`rule`, or where it cannot be compared, `fixed_rule`."""
-        found = self.rule(i)
+        """`rule`, or where it cannot be compared, `fixed_rule`: where PyTorch knows no
+        gradient of node i, or where the node's gradients differ (each side probed the rule
+        with its own)."""
+        found = None if self.differs(i, "grad") else self.rule(i)
         return self.fixed_rule(i) if found is None else found
 
     def drift(self, i: int) -> float:
@@ -346,12 +348,7 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
     earlier gradient differentiated), backward combined them wrongly."""
     through = set().union(*(tape.ancestors(k) for k in tape.outputs if k < i))
     ops = [j for j in sorted(through) if tape.steps[j].op not in (*LEAVES, "grad")]
-    wrong = [
-        j
-        for j in ops
-        if (not tape.differs(j, "grad") and tape.rule(j) is False)
-        or (tape.rule(j) is None and tape.fixed_rule(j) is False)
-    ]
+    wrong = [j for j in ops if tape.known_rule(j) is False]
     value = f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
     if not wrong:
         return _backward_inside(tape, i, ops, value)
