@@ -225,6 +225,18 @@ def test_a_case_without_a_tape_says_why_it_names_no_rule(cases, oracle, tmp_path
     assert all((hints.NO_TAPE in m) == (i in untraced) for i, m in messages.items()), messages
 
 
+def test_a_case_without_a_tape_is_laid_where_the_smaller_ones_are(cases, oracle, tmp_path):
+    """For the class's counts: where the failing cases with a tape all name one part, a
+    failing case without one is laid there too, but a public case only by public ones."""
+    deep = "micrograd/test_deep::chain_of_a_hundred_thousand"
+    bug = BY_NAME["pow-off-by-one"]
+    public, hidden = chosen(cases, r"^micrograd/test_ops::"), chosen(cases, r"^micrograd/test_hidden_ops::")
+    by_public = blames(bug, [*chosen(cases, deep), *public], oracle, tmp_path / "public")
+    assert by_public[deep] == "pow" and set(by_public.values()) == {"pow"}, by_public
+    by_hidden = blames(bug, [*chosen(cases, deep), *hidden], oracle, tmp_path / "hidden")
+    assert by_hidden[deep] == "" and set(by_hidden.values()) == {"pow", ""}, by_hidden
+
+
 # ---- leaves that do not require a gradient ----
 
 NO_GRAD_LEAVES = Bug(
