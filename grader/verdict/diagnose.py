@@ -343,9 +343,8 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
     """A gradient read inside the case (`grad` step i, x.grad after a backward) came out
     wrong: a rule of an op that backward went through (the graphs of the outputs made before
     it), probed alone with the same out_grad as PyTorch's, differs from PyTorch's (the first
-    such op): that rule. Where every one of those rules is right on its own, and nothing
-    else could make the gradient (a detach, a rule that cannot be differentiated again, an
-    earlier gradient differentiated), backward combined them wrongly."""
+    such op): that rule. Where every one of those rules is right on its own, and nothing else
+    made the gradient (see `_backward_inside`), backward combined them wrongly."""
     through = set().union(*(tape.ancestors(k) for k in tape.outputs if k < i))
     ops = [j for j in sorted(through) if tape.steps[j].op not in (*LEAVES, "grad")]
     wrong = [j for j in ops if tape.known_rule(j) is False]
