@@ -379,8 +379,8 @@ class NeedleBackend(TensorBackend):
                 if self._differentiates_a_gradient():
                     found = self.probed_alone(step.op, self._differentiable, i)
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
-                    if step.op != "detach":
-                        data = _data(self.tape.nodes[i].raw)
+                    data = _data(self.tape.nodes[i].raw)
+                    if step.op != "detach" and data.dtype.kind == "f":
                         fixed = fixed_out_grad(data.shape).astype(data.dtype)
                         entry["rule_fixed"] = self.probed_alone(step.op, self._probe, i, fixed)
             elif step.op == "grad":

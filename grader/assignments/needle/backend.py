@@ -74,8 +74,9 @@ def fixed_out_grad(shape: tuple[int, ...]) -> np.ndarray:
     only: in a case that differentiates a gradient, PyTorch keeps no gradient of the first
     graph's interior nodes once backward has run through the gradient, and the submission's
     node holds whatever its second backward left there. Both sides then probe each rule with
-    this instead (a tape's `rule_fixed`). Not all ones: a rule that forgets to multiply by
-    out_grad would pass those; and no zeros, which would hide a term."""
+    this instead (a tape's `rule_fixed`, on nodes of floating-point data). Not all ones: a
+    rule that forgets to multiply by out_grad would pass those; and no zeros, which would hide
+    a term."""
     size = int(np.prod(shape, dtype=np.int64))
     return (0.75 + 0.125 * (np.arange(size) % 5)).reshape(shape)
 

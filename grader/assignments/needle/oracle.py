@@ -344,8 +344,8 @@ class TorchTensorBackend(TensorBackend):
                 entry["requires_grad"] = flag(self.tape.nodes[i].raw.requires_grad)
             elif step.op in self.ops:
                 entry["rule"] = self._probe(i)
-                if twice and step.op != "detach":
-                    raw = self.tape.nodes[i].raw
+                raw = self.tape.nodes[i].raw
+                if twice and step.op != "detach" and raw.dtype.is_floating_point:
                     fixed = torch.tensor(fixed_out_grad(tuple(raw.shape)), dtype=raw.dtype)
                     entry["rule_fixed"] = self._probe(i, fixed)
         return tape
