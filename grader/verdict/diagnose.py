@@ -133,27 +133,28 @@ class Tape:
             return False
         return a is None or close(e, a) is not None
 
+    def op_nodes(self) -> list[int]:
+        """The tape's op nodes (not leaves, parameters or gradients), in tape order."""
+        return [i for i, step in enumerate(self.steps) if step.op not in (*LEAVES, "grad")]
+
     def rule(self, i: int) -> bool | None:
         """Did node i's op rule, probed alone, give what PyTorch's gives? (None: unknown.)"""
-        if not self.actual:
-            return None
-        e, a = self.expected[i].get("rule"), self.actual[i].get("rule")
-        inputs = [r.index for r in self.steps[i].inputs if isinstance(r, NodeRef)]
-        if e is None or any(self.differs(j, "value") for j in inputs):
-            return None  # probed at other inputs than PyTorch's: nothing to compare
-        return a is not None and close(e, a) is None
+        return self._probe_agrees(i, "rule")
 
     def fixed_rule(self, i: int) -> bool | None:
         """needle, where a gradient is differentiated: did node i's rule, probed alone on both
         sides with the same fixed out_grad (`rule_fixed`), give what PyTorch's gives? PyTorch
         knows no gradient of the first graph's interior nodes once backward has run through
         the gradient, so `rule` cannot be compared there. (None: unknown.)"""
+        return self._probe_agrees(i, "rule_fixed")
+
+    def _probe_agrees(self, i: int, key: str) -> bool | None:
         if not self.actual:
             return None
-        e, a = self.expected[i].get("rule_fixed"), self.actual[i].get("rule_fixed")
+        e, a = self.expected[i].get(key), self.actual[i].get(key)
         inputs = [r.index for r in self.steps[i].inputs if isinstance(r, NodeRef)]
         if e is None or any(self.differs(j, "value") for j in inputs):
-            return None
+            return None  # probed at other inputs than PyTorch's: nothing to compare
         return a is not None and close(e, a) is None
 
     def known_rule(self, i: int) -> bool | None:
@@ -346,7 +347,7 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
     such op): that rule. Where every one of those rules is right on its own, and nothing else
     made the gradient (see `_backward_inside`), backward combined them wrongly."""
     through = set().union(*(tape.ancestors(k) for k in tape.outputs if k < i))
-    ops = [j for j in sorted(through) if tape.steps[j].op not in (*LEAVES, "grad")]
+    ops = [j for j in tape.op_nodes() if j in through]
     wrong = [j for j in ops if tape.known_rule(j) is False]
     value = f"  {tape.name(i)}: {_expected_got(tape.expected[i]['value'], tape.actual[i]['value'])}"
     if not wrong:
@@ -420,8 +421,7 @@ def _all_differentiable(tape: Tape) -> bool:
     """Was every op's gradient rule found differentiable again (needle's `differentiable`
     entry: 0 where a backward through the rule's result ran, on a result built from out_grad)?
     Then the higher-order hint, to build gradients from the library's ops, is no clue."""
-    ops = [i for i, step in enumerate(tape.steps) if step.op not in (*LEAVES, "grad")]
-    said = [tape.actual[i].get("differentiable") for i in ops] if tape.actual else []
+    said = [tape.actual[i].get("differentiable") for i in tape.op_nodes()] if tape.actual else []
     return bool(tape.actual) and bool(said) and all(q is not None and q.data[0] == 0.0 for q in said)
 
 
@@ -741,8 +741,7 @@ def _explain_second_order(tape: Tape, i: int, got: str) -> Diagnosis:
         f"wrong gradient of {tape.name(i)} from a backward through a gradient ({grads})\n{got}\n"
         f"  that backward differentiates the gradient rules of: {', '.join(rules) or 'none'}"
     )
-    ops = [j for j, s in enumerate(tape.steps) if s.op not in (*LEAVES, "grad")]
-    wrong = [j for j in ops if tape.fixed_rule(j) is False]
+    wrong = [j for j in tape.op_nodes() if tape.fixed_rule(j) is False]
     if wrong:  # a rule whose numbers are wrong: the gradient it builds, and its derivative, are too
         j = wrong[0]
         message += (
@@ -857,7 +856,7 @@ class Evidence:
 
     def op_nodes(self) -> list[int]:
         """The tape's op nodes (not leaves, parameters or gradients), in tape order."""
-        return [i for i, step in enumerate(self.tape.steps) if step.op not in (*LEAVES, "grad")]
+        return self.tape.op_nodes()
 
     def rule_pair(self, i: int) -> tuple[Any, Any] | None:
         """Node i's rule probed alone, (PyTorch's, the submission's) as flat arrays, when
