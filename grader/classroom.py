@@ -72,7 +72,7 @@ def locations(cases: list[Case], repo: Path) -> tuple[dict[str, tuple[str, int]]
         except ValueError:
             filename = str(path)
         where[case.id] = (filename, case.fn.__code__.co_firstlineno)
-        node = f"{filename}::{case.fn.__name__}" + (f"[{case.param_id}]" if case.param_id is not None else "")
+        node = f"{filename}::{case.test_name}"
         rerun[case.id] = f"python -m pytest {shlex.quote(node)}"
     return where, rerun
 

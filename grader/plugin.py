@@ -225,9 +225,8 @@ def _limit_time(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _user_set_timeout(config) is not False:
         return
     for item in items:
-        function = getattr(item, "function", None)
-        graded = hasattr(function, "__grader_cases__") or getattr(function, "__grader_search__", False)
-        if graded and item.get_closest_marker("timeout") is None:
+        search = getattr(getattr(item, "function", None), "__grader_search__", False)
+        if (isinstance(item, CaseItem) or search) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(LOCAL_TIMEOUT))
 
 
@@ -450,11 +449,7 @@ class _State:
 
 def _case_of(item: pytest.Item) -> Case | None:
     """The graded case a collected test runs (None for a test that is not one)."""
-    cases = getattr(getattr(item, "function", None), "__grader_cases__", None)
-    if not cases:
-        return None
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("_case", cases[0]) if callspec is not None else cases[0]
+    return item.case if isinstance(item, CaseItem) else None
 
 
 _STATE = pytest.StashKey[_State]()
@@ -467,14 +462,45 @@ NEEDS_TORCH = (
 )
 
 
+class CaseItem(pytest.Item):
+    """One graded case as a test: run on the submission, compared with PyTorch's run, failed
+    with the diagnostic. Its markers (`points`, `topic`, `assignment`, `hidden`) select it
+    with `-m`, and its node id is its function's, with the case's parameter in brackets."""
+
+    def __init__(self, *, case: Case, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.case = case
+        self.add_marker(pytest.mark.points(case.points))
+        self.add_marker(pytest.mark.topic(case.topic))
+        self.add_marker(pytest.mark.assignment(case.assignment))
+        if case.suite == "hidden":
+            self.add_marker(pytest.mark.hidden)
+
+    def runtest(self) -> None:
+        self.config.stash[_STATE].check(self.case, True, self.user_properties, self)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.case.fn.__code__.co_firstlineno - 1, self.name
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[CaseItem] | None:
+    """A suite's graded function is one `CaseItem` per case: a plain test with nothing to set
+    up (a fixture and a parametrization per test cost a student's run a tenth of its time)."""
+    cases = getattr(obj, "__grader_cases__", None)
+    if not cases or not collector.funcnamefilter(name):
+        return None
+    return [CaseItem.from_parent(collector, name=case.test_name, case=case) for case in cases]
+
+
 @pytest.fixture
 def graded_case(request: pytest.FixtureRequest):
-    """Run a case on the submission and on PyTorch; fail with the diagnostic."""
-    graded = hasattr(request.function, "__grader_cases__")
+    """For a random-program search: check one program's case on the submission and on
+    PyTorch, failing with the diagnostic (not scored: a search is no graded test)."""
     state = request.config.stash[_STATE]
 
     def run(case: Case) -> None:
-        state.check(case, graded, request.node.user_properties, request.node)
+        state.check(case, False, request.node.user_properties, request.node)
 
     # a search shrinks a failing program only where the programs it tries can be checked
     run.checks_new_programs = state.oracle.runs_torch  # type: ignore[attr-defined]

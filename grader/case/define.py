@@ -9,9 +9,9 @@
 
 The function builds an expression, runs backward and returns named results; a returned
 node contributes its value and its gradient (`a`, `a.grad`). `params` turns one function
-into several cases, one per value. Under pytest the decorated function is an ordinary test
-(the plugin runs it on the submission and on PyTorch and compares); outside pytest,
-`collect` finds the same cases in the suite files.
+into several cases, one per value. Under pytest each case is a test of its own (the plugin
+collects it as a `CaseItem`, runs it on the submission and on PyTorch and compares);
+outside pytest, `collect` finds the same cases in the suite files.
 
 A case in a directory named `hidden` belongs to the hidden suite.
 """
@@ -58,6 +58,12 @@ class Case:
     def id(self) -> str:
         suffix = f"[{self.param_id}]" if self.param_id is not None else ""
         return f"{self.assignment}/{self.module}::{self.name}{suffix}"
+
+    @property
+    def test_name(self) -> str:
+        """Its test's name in pytest's node id (`test_mul[param]`)."""
+        suffix = f"[{self.param_id}]" if self.param_id is not None else ""
+        return f"{self.fn.__name__}{suffix}"
 
     @property
     def title(self) -> str:
@@ -130,38 +136,18 @@ def case(
 
 
 def _as_test(fn: Callable[..., Any], cases: list[Case]) -> Callable[..., Any]:
-    """The pytest face of the cases: `test_x(graded_case)`, parametrized over them."""
+    """What a suite module holds for `fn`'s cases: a function that carries them
+    (`__grader_cases__`). The grader's pytest plugin collects it as one test per case
+    (`grader.plugin.CaseItem`); the sandbox's workers and the release read the cases from it."""
 
-    if len(cases) == 1 and cases[0].param_id is None:
-
-        def test(graded_case: Callable[[Case], None], _case: Case = cases[0]) -> None:
-            graded_case(_case)
-
-    else:
-
-        def test(graded_case: Callable[[Case], None], _case: Case) -> None:
-            graded_case(_case)
+    def test() -> None:
+        raise RuntimeError(f"{fn.__name__}'s cases are run by the grader's pytest plugin (grader.plugin)")
 
     test.__name__ = fn.__name__
     test.__qualname__ = fn.__qualname__
     test.__module__ = fn.__module__
     test.__doc__ = fn.__doc__
     test.__grader_cases__ = cases  # type: ignore[attr-defined]
-    if "pytest" in sys.modules:  # only under pytest: the grader's workers never import it
-        import pytest
-
-        first = cases[0]
-        marks = [
-            pytest.mark.points(first.points),
-            pytest.mark.topic(first.topic),
-            pytest.mark.assignment(first.assignment),
-        ]
-        if first.param_id is not None:
-            marks.append(pytest.mark.parametrize("_case", cases, ids=[c.param_id for c in cases]))
-        if first.suite == "hidden":
-            marks.append(pytest.mark.hidden)
-        for mark in marks:
-            test = mark(test)
     return test
 
 

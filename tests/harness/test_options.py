@@ -10,6 +10,7 @@ import ast
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -351,6 +352,29 @@ def test_a_students_run_selects_the_graded_suites_only(tmp_path):
     listed = everything.stdout.splitlines()
     assert any(line.startswith("tests/harness/test_report.py::") for line in listed), listed[:5]
     assert any(line.startswith("tests/public/") for line in listed)
+
+
+def test_each_case_is_one_test_rerun_by_its_classroom_command_and_chosen_with_m():
+    """Every graded case is collected once, under the node id Classroom's feedback tells a
+    student to rerun it by; that command runs it alone; its markers select it with `-m`."""
+    from grader.case.define import collect
+    from grader.classroom import locations
+
+    cases = collect(REPO / "tests", ["micrograd"], ["public", "hidden"])
+    _, rerun = locations(cases, REPO)
+    nodes = {case_id: shlex.split(command)[-1] for case_id, command in rerun.items()}
+    listed = pytest_run("tests/public/micrograd", "tests/hidden/micrograd", "--suite=all", "--co", "-q")
+    assert listed.returncode == 0, listed.stdout[-3000:]
+    collected = [line for line in listed.stdout.splitlines() if "::" in line]
+    graded = Counter(line for line in collected if "search" not in line)
+    assert graded == Counter(nodes.values())
+    one = next(case for case in cases if case.param_id is not None and case.suite == "public")
+    alone = pytest_run(nodes[one.id], "-p", "no:cacheprovider")
+    assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout[-3000:]
+    hidden = pytest_run("tests/hidden/micrograd", "--suite=all", "--co", "-q", "-m", "hidden and topic")
+    chosen = [line for line in hidden.stdout.splitlines() if "::" in line]
+    wanted = Counter(nodes[case.id] for case in cases if case.suite == "hidden")
+    assert Counter(chosen) == wanted, hidden.stdout[-2000:]
 
 
 def test_last_failed_reruns_the_failures_and_the_cache_stays_outside_the_submission(tmp_path):
