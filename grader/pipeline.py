@@ -287,23 +287,26 @@ def score(
         if case.assignment in flags:
             run = Run(fault=flags[case.assignment].reason)
         results.append(verdict(case, oracle.expected(case), run, visibility))
-    lay_untraced(cases, results)
+    lay_unexplained(cases, results)
     return results
 
 
-def lay_untraced(cases: list[Case], results: list[CaseResult]) -> None:
-    """A case too big to keep a tape (`trace=False`: the 10**5-op chains) names no rule when
-    it fails, and its message sends the student to the smaller cases that do. Where those all
-    name one part, its failure is laid there too, for the class's count of what each part
-    costs: in the bug banks that part was always the one at fault. A public case is laid only
-    by public ones (the blame of a hidden case is no public feedback)."""
+def lay_unexplained(cases: list[Case], results: list[CaseResult]) -> None:
+    """Some failures name no part: a case too big to keep a tape (`trace=False`: the 10**5-op
+    chains), whose message sends the student to the smaller cases, and a case whose tape does
+    not show the wrong rule run (one that ran only inside another rule's gradient, or inside
+    an MLP's neurons). Where the failures of the same assignment that do name a part all name
+    one, such a failure is laid there too, for the class's count of what each part costs: in
+    the bug banks that part was always the one at fault. Its message is unchanged (it is made
+    from the case alone, as a student's pytest run makes it). A public case is laid only by
+    public ones (the blame of a hidden case is no public feedback)."""
     named: dict[tuple[str, bool], set[str]] = {}  # (assignment, hidden cases too) -> parts
     for case, result in zip(cases, results, strict=True):
-        if case.trace and result.status is Status.FAILED and result.blame:
+        if result.status is Status.FAILED and result.blame:
             for seen_by in (True,) if result.hidden else (True, False):
                 named.setdefault((case.assignment, seen_by), set()).add(result.blame)
     for case, result in zip(cases, results, strict=True):
-        if not case.trace and result.status is Status.FAILED and not result.blame:
+        if result.status is Status.FAILED and not result.blame:
             parts = named.get((case.assignment, result.hidden), set())
             if len(parts) == 1:
                 (result.blame,) = parts
