@@ -90,8 +90,7 @@ class Limits:
 
 def suspect_cpu(yardstick: float) -> float:
     """A case's CPU budget once its assignment's backward() hung on the probe: SUSPECT_CPU,
-    more where `yardstick` is longer, but at most SUSPECT_MAX (PyTorch's times are wall
-    times, which a busy machine stretches)."""
+    more where `yardstick` is longer, but at most SUSPECT_MAX."""
     return min(SUSPECT_MAX, max(SUSPECT_CPU, yardstick))
 
 

@@ -136,6 +136,23 @@ def test_a_cpu_budget_counts_cpu_time_not_waiting():
         time.sleep(5)
 
 
+def test_the_yardstick_of_the_limits_is_pytorchs_cpu_time_not_its_waiting():
+    """The yardstick of a case's limits is PyTorch's time for it, kept in the cache and shipped
+    with a release: its CPU time, so that answers made while the machine was busy (waiting for
+    a core) do not give a looping rule's cases budgets that long ever after."""
+    from grader.case.define import Case
+
+    def waits(lib):
+        a = lib.value(2.0, "a")
+        time.sleep(0.3)  # as a case does while other work has the cores
+        return {"b": a * a}
+
+    case = Case("micrograd", "ops", "waits", waits, "test_waiting", trace=False)
+    oracle = Oracle(None)
+    oracle.expected(case)
+    assert 0 < oracle.seconds[case.id] < 0.1, oracle.seconds
+
+
 class Finalized:
     """Sleeps in `__del__`: an alarm that rings then raises where Python only prints it."""
 
