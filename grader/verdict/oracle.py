@@ -329,11 +329,11 @@ class Oracle:
             # PyTorch's time is the yardstick of a submission's time limits, kept with the
             # answers and shipped with them: this thread's CPU time, which other work on the
             # machine does not stretch (a cache made beside a busy test run had kept wall times
-            # a hundred times too long, and a looping rule's cases ran that much longer)
+            # a hundred times too long, and a looping rule's cases ran that much longer). The
+            # case runs under the collector's policy for a submission's cases, and the collector
+            # does not walk the answers kept so far dozens of times a case (a cold run of every
+            # case spent 3.5 s in it, 2.6 s so)
             started = time.thread_time()
-            # under the collector's policy for a submission's cases: PyTorch's time is their
-            # yardstick, and the collector does not walk the answers kept so far dozens of times
-            # a case (a cold run of every case spent 3.5 s in it, 2.6 s so)
             with case_garbage(not case.trace, ends_after_run=False):
                 run = run_case(case, lib)
             self.seconds[case.id] = time.thread_time() - started
