@@ -188,9 +188,15 @@ def _keep_hypothesis_out_of_the_submission() -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """A search that passed but could not check some of its programs (beyond those the
-    release shipped, without torch) is skipped, saying so: never failed, never taken for a pass."""
+    """A graded case skipped (not graded, or its answer needs torch) is reported at its own
+    line, not at the plugin's where the skip was raised. A search that passed but could not
+    check some of its programs (beyond those the release shipped, without torch) is skipped,
+    saying so: never failed, never taken for a pass."""
     report = yield
+    if call.when == "call" and report.skipped and isinstance(item, CaseItem):
+        _, line, _ = item.location
+        if isinstance(report.longrepr, tuple):
+            report.longrepr = (str(item.path), (line or 0) + 1, report.longrepr[2])
     unchecked = item.stash.get(_UNCHECKED, 0)
     if call.when == "call" and report.passed and unchecked:
         _, line, _ = item.location

@@ -240,3 +240,6 @@ def test_pytest_skips_a_not_graded_case_and_its_table_says_so(reduced):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "SKIPPED" in run.stdout and "not graded: needs tanh" in run.stdout
     assert "not graded)" in run.stdout  # the score table's row
+    skipped = [line for line in run.stdout.splitlines() if line.startswith("SKIPPED")]
+    # each at its case's own line, not where the plugin raised the skip
+    assert all(" tests/public/micrograd/test_accumulation.py:" in line for line in skipped), skipped
