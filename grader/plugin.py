@@ -193,13 +193,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     check some of its programs (beyond those the release shipped, without torch) is skipped,
     saying so: never failed, never taken for a pass."""
     report = yield
-    if call.when == "call" and report.skipped and isinstance(item, CaseItem):
-        _, line, _ = item.location
-        if isinstance(report.longrepr, tuple):
-            report.longrepr = (str(item.path), (line or 0) + 1, report.longrepr[2])
+    if call.when != "call":
+        return report
+    _, line, _ = item.location
+    if report.skipped and isinstance(item, CaseItem) and isinstance(report.longrepr, tuple):
+        report.longrepr = (str(item.path), (line or 0) + 1, report.longrepr[2])
     unchecked = item.stash.get(_UNCHECKED, 0)
-    if call.when == "call" and report.passed and unchecked:
-        _, line, _ = item.location
+    if report.passed and unchecked:
         report.outcome = "skipped"
         report.longrepr = (
             str(item.path),
