@@ -14,7 +14,7 @@ grading, notebooks, Gradescope, GitHub Classroom) call these steps and render th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,7 @@ from grader.report import places
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare, needs_tape
-from grader.verdict.diagnose import diagnose, mlp_note
+from grader.verdict.diagnose import diagnose, mlp_note, slips_for
 from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import NeedsTorch, Oracle, oracle_from
@@ -287,8 +287,32 @@ def score(
         if case.assignment in flags:
             run = Run(fault=flags[case.assignment].reason)
         results.append(verdict(case, oracle.expected(case), run, visibility))
+    lay_behind(cases, results)
     lay_unexplained(cases, results)
     return results
+
+
+def _seen_by(cases: list[Case], results: list[CaseResult]) -> Iterator[tuple[str, bool, CaseResult]]:
+    """Each failed case's (assignment, whether hidden cases may be laid by it, result): a
+    hidden case lays only hidden ones (its blame is no public feedback), a public one both.
+    Failed: wrong numbers, an exception, a timeout; a case not graded did not fail."""
+    for case, result in zip(cases, results, strict=True):
+        if result.status not in (Status.PASSED, Status.NOT_GRADED):
+            for hidden in (True,) if result.hidden else (True, False):
+                yield case.assignment, hidden, result
+
+
+def lay_behind(cases: list[Case], results: list[CaseResult]) -> None:
+    """A slip that another one causes wherever both are seen (`Slip.behind`: backward asking
+    for the adjoints of a node too early, where find_topo_sort lists a node before its
+    inputs) is laid where the failures of that other slip are: one case cannot tell which of
+    the two is wrong, the submission's other cases can. For the class's count of what each
+    part costs; the message is unchanged (it is made from the case alone)."""
+    laid = {(a, hidden, r.slip): r.blame for a, hidden, r in _seen_by(cases, results) if r.blame}
+    for case, result in zip(cases, results, strict=True):
+        slip = next((s for s in slips_for(case.assignment) if s.name == result.slip), None)
+        if slip is not None and slip.behind and not result.passed:
+            result.blame = laid.get((case.assignment, result.hidden, slip.behind), result.blame)
 
 
 def lay_unexplained(cases: list[Case], results: list[CaseResult]) -> None:
@@ -301,10 +325,9 @@ def lay_unexplained(cases: list[Case], results: list[CaseResult]) -> None:
     from the case alone, as a student's pytest run makes it). A public case is laid only by
     public ones (the blame of a hidden case is no public feedback)."""
     named: dict[tuple[str, bool], set[str]] = {}  # (assignment, hidden cases too) -> parts
-    for case, result in zip(cases, results, strict=True):
+    for assignment, hidden, result in _seen_by(cases, results):
         if result.status is Status.FAILED and result.blame:
-            for seen_by in (True,) if result.hidden else (True, False):
-                named.setdefault((case.assignment, seen_by), set()).add(result.blame)
+            named.setdefault((assignment, hidden), set()).add(result.blame)
     for case, result in zip(cases, results, strict=True):
         if result.status is Status.FAILED and not result.blame:
             parts = named.get((case.assignment, result.hidden), set())

@@ -47,6 +47,10 @@ class Assignment:
         return HERE / self.name
 
 
+#: what a slip's line calls the op whose rule made it, when its detector cannot tell which
+SOME_RULE = "a gradient rule"
+
+
 @dataclass(frozen=True)
 class Slip:
     """One common mistake: what gives it away, and one line naming it and its fix.
@@ -58,16 +62,28 @@ class Slip:
     expression of the node where the slip is, when it is not where the failure showed). `blame`,
     when given, is the rule the failure is laid at once the slip is known (formatted too).
     `replaces`: the assignment's hints that say the same as `line`, less precisely: a message
-    that names the slip does not repeat them."""
+    that names the slip does not repeat them. `behind`: another slip that causes this one
+    wherever both are seen; one case cannot tell, but the submission's other cases can
+    (`pipeline.lay_behind`)."""
 
     name: str
     line: str
     detect: Callable[[Any], dict[str, str] | None]
     blame: str = ""
     replaces: tuple[str, ...] = ()
+    behind: str = ""
 
     def says(self, fields: dict[str, str]) -> str:
         return self.line.format(**fields)
+
+    def laid_at(self, fields: dict[str, str], otherwise: str) -> str:
+        """The rule the failure is laid at once the slip is known (`otherwise`: the slip does
+        not say). Where the detector could not tell which rule made the slip, its line says
+        SOME_RULE, and the failure is laid at no rule: not at a rule of that name, which the
+        class's count would list beside the real ones (`pipeline.lay_unexplained` then lays
+        it where the assignment's other failures are)."""
+        blamed = self.blame.format(**fields) if self.blame else otherwise
+        return "" if blamed == SOME_RULE else blamed
 
 
 def raised(kind: str, saying: str = "") -> Callable[[Any], dict[str, str] | None]:

@@ -272,10 +272,10 @@ def explain_failure(failure: Failure, hints: ModuleType | None = None) -> Diagno
     assignment's `hints.function_blame` counts it."""
     hints = hints or hints_for("micrograd")
     function = failure.rule or (failure.where[2] if failure.where else "")
-    return Diagnosis(_failure_text(failure, hints), hints.function_blame(function) if function else "")
+    return Diagnosis(_failure_text(failure), hints.function_blame(function) if function else "")
 
 
-def _failure_text(failure: Failure, hints: ModuleType) -> str:
+def _failure_text(failure: Failure) -> str:
     where = ""
     if failure.where:
         file, line, func = failure.where
@@ -285,12 +285,10 @@ def _failure_text(failure: Failure, hints: ModuleType) -> str:
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
     if failure.type in FINDINGS:  # the grader's own finding: the message says it all
         return failure.message
-    text = f"{failure.type}{where}: {failure.message}"
-    if failure.type == "KeyError" and failure.where and failure.where[2] == "compute_gradient_of_variables":
+    if failure.type == "KeyError":  # the key's repr: a tensor's spans lines, the first says enough
         first = failure.message.splitlines()[0] if failure.message else ""
-        text = f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}"
-        text += f"\n  {hints.TOPO or hints.ORDER}"
-    return text
+        return f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}"
+    return f"{failure.type}{where}: {failure.message}"
 
 
 def explain_rule(tape: Tape, i: int) -> Diagnosis:
@@ -892,7 +890,7 @@ def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...])
         if fields is None:
             continue
         first, _, rest = diagnosis.message.partition("\n")
-        blamed = slip.blame.format(**fields) if slip.blame else diagnosis.blame
+        blamed = slip.laid_at(fields, diagnosis.blame)
         if (
             diagnosis.blame
             and rule(blamed) != rule(diagnosis.blame)

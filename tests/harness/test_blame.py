@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignments.needle import hints as needle_hints
 from grader.case.define import Case, collect
 from grader.pipeline import REPO, run_in_process, score
 from grader.report.model import CaseResult
@@ -195,6 +196,12 @@ LAID_AT = {
     "needle/adjoints-overwritten": (r"needle/test_(higher_order::|composite::sgd_steps)", {"backward"}),
     # only lazy mode's flags differ, each saying a node was computed before anyone asked
     "needle/lazy-mode-ignored": (r"needle/test_(lazy::|hidden_graph::hidden_lazy)", {"Value.make_from_op"}),
+    # backward raised a KeyError walking a pre-order list in reverse: the sort's own cases say
+    # it lists nodes before their inputs, so the sort is what is wrong
+    "needle/topo-pre-order": (r"needle/test_(topo|broadcast|hidden_graph)::", {"find_topo_sort"}),
+    # a float64 mask: the hidden network's tape cannot tell which rule made the float64, but
+    # the public probe of ReLU's rule can
+    "needle/relu-mask-float64": (r"needle/test_(op_gradients::op_gradient_float32|hidden_graph)", {"ReLU"}),
 }
 
 
@@ -207,6 +214,46 @@ def test_each_failure_is_laid_at_the_part_that_is_wrong(name, cases, oracle, tmp
     bank = BY_NAME if assignment == "micrograd" else {b.name: b for b in NEEDLE_BANK}
     laid = blames(bank[bug], chosen(cases, pattern), oracle, tmp_path)
     assert laid and set(laid.values()) == culprits, laid
+
+
+WALKS_FORWARD = Bug(
+    "backward-walks-forward",
+    "backward walks find_topo_sort's list from its first node, not in reverse",
+    [
+        (
+            AUTOGRAD,
+            "    for node in reversed(find_topo_sort([output_tensor])):\n",
+            "    for node in find_topo_sort([output_tensor]):\n",
+        )
+    ],
+)
+
+
+def test_backward_tripping_over_the_order_is_laid_at_the_sort_only_when_the_sort_is_wrong(
+    cases, oracle, tmp_path
+):
+    """backward's KeyError for a node no op has sent adjoints yet says only that the order it
+    walked was wrong, and the message says so whichever is wrong. Where find_topo_sort's own
+    cases find a node listed before its inputs, it is laid at the sort (a public case only by
+    public ones); where the sort is right, backward walked it the wrong way, and it stays
+    laid at backward."""
+    pre_order_sort = {b.name: b for b in NEEDLE_BANK}["topo-pre-order"]
+    picked = chosen(cases, r"^needle/test_(topo|broadcast)::")
+    pre_order = run(pre_order_sort, picked, oracle, tmp_path / "pre")
+    forward = run(WALKS_FORWARD, picked, oracle, tmp_path / "forward")
+    tripped = {i for i, r in forward.items() if r.slip == "reached-too-early"}
+    assert tripped and {i for i, r in pre_order.items() if r.slip == "reached-too-early"} == tripped
+    assert {pre_order[i].blame for i in tripped} == {"find_topo_sort"}
+    assert {forward[i].blame for i in tripped} == {"backward"}
+    assert "find_topo_sort" not in {r.blame for r in forward.values() if not r.passed}, forward
+    said = {run_[i].message.split("\n")[1].strip() for run_ in (pre_order, forward) for i in tripped}
+    assert said == {needle_hints.ORDER}, said
+    # the sort's only failing cases hidden: the public cases stay laid at backward
+    no_public_sort = run(
+        pre_order_sort, chosen(cases, r"^needle/test_(broadcast|hidden_graph)::"), oracle, tmp_path
+    )
+    public = {r.blame for r in no_public_sort.values() if not r.passed and not r.hidden}
+    assert public == {"backward"}, no_public_sort
 
 
 def test_a_case_without_a_tape_says_why_it_names_no_rule(cases, oracle, tmp_path):

@@ -68,7 +68,6 @@ UNHASHABLE = (
     "that defines __eq__ (a @dataclass does) loses the __hash__ it had; keep it "
     "(`__hash__ = object.__hash__`, or @dataclass(eq=False)), or drop the __eq__"
 )
-TOPO = ""
 LAZY = ""
 LAZY_PART = ""
 HIGHER_ORDER = ""

@@ -55,7 +55,6 @@ UNHASHABLE = (
     "__hash__ it had; keep it "
     "(`__hash__ = object.__hash__`, or @dataclass(eq=False)), or drop the __eq__"
 )
-TOPO = ORDER
 LAZY = (
     "in lazy mode (LAZY_MODE = True) an op only builds its node; its data is computed when "
     "realize_cached_data() or numpy() asks for it, and must equal eager mode's"

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip, raised, unhashable
+from grader.assignments import SOME_RULE, Slip, raised, unhashable
 from grader.assignments.needle import hints
 from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND
 
@@ -42,6 +42,15 @@ def node_before_inputs(evidence: Any) -> dict[str, str] | None:
     if any(not _is_topological(evidence, got) for _, got in _orders(evidence)):
         return {}
     return None
+
+
+def reached_too_early(evidence: Any) -> dict[str, str] | None:
+    """backward asked for the partial adjoints of a node that had none yet (a KeyError in its
+    dict of them): it walked the nodes in an order where a node comes before an op that uses it."""
+    failure = evidence.failure
+    if failure is None or failure.type != "KeyError" or not failure.where:
+        return None
+    return {} if failure.where[2] == hints.BACKWARD else None
 
 
 def inputs_out_of_order(evidence: Any) -> dict[str, str] | None:
@@ -104,7 +113,7 @@ def _gradients(evidence: Any, reason: str) -> list[Any]:
 
 
 def _op(evidence: Any) -> str:
-    return evidence.diagnosis.blame or "a gradient rule"
+    return evidence.diagnosis.blame or SOME_RULE
 
 
 def not_reduced(evidence: Any) -> dict[str, str] | None:
@@ -393,6 +402,15 @@ SLIPS = (
         "a post-order depth-first search",
         node_before_inputs,
         blame="find_topo_sort",
+    ),
+    Slip(
+        "reached-too-early",
+        hints.ORDER,
+        reached_too_early,
+        blame="backward",
+        # the order backward walks is find_topo_sort's, reversed: where the sort's own cases
+        # find a node listed before its inputs, the sort is what is wrong
+        behind="node-before-inputs",
     ),
     Slip(
         "inputs-out-of-order",
