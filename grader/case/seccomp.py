@@ -3,10 +3,13 @@
 Kernel-enforced, irrevocable, inherited by every thread: the submission cannot start a
 process (no fork, no exec: nothing escapes the process group the grader kills), signal
 any process but its own (it cannot kill the grader), trace or read another process's
-memory, raise its resource limits (the memory limit holds), or build namespaces and
-mounts. Denied calls fail with EPERM; threads still work (clone only with CLONE_THREAD;
-clone3, whose flags sit in memory a filter cannot read, fails with ENOSYS so that glibc
-falls back to clone).
+memory, raise its resource limits (the memory limit holds), build namespaces and
+mounts, or keep anything in the kernel's keyrings: a worker that runs as a user of the
+machine (a root grader's `--user`, without a user namespace of its own) shares that user's
+keyring with every later worker of the same user, another student's too, and a key that a
+hidden phase left there could be read back by a public one. Denied calls fail with EPERM;
+threads still work (clone only with CLONE_THREAD; clone3, whose flags sit in memory a
+filter cannot read, fails with ENOSYS so that glibc falls back to clone).
 
 The filter is built by libseccomp (through `pyseccomp`, a ctypes binding the sandbox
 ships in its `lib/`), which knows every architecture's system-call numbers and ABIs: no
@@ -45,6 +48,9 @@ DENIED = (
     "setpgid",
     "setsid",
     "bpf",
+    "add_key",
+    "keyctl",
+    "request_key",
 )
 CLONE_THREAD = 0x00010000
 #: sonames of the libraries pyseccomp looks up (a stable ABI): `find_library` would run
