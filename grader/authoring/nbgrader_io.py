@@ -37,6 +37,7 @@ from typing import Any
 
 from grader.authoring.jupyter import import_nbgrader
 from grader.authoring.notebooks import _slug, package_files
+from grader.case.loading import UNPARSABLE
 from grader.notebook import LAYOUT
 from grader.pipeline import REPO
 from grader.report import places
@@ -175,7 +176,7 @@ def bound_names(code: str) -> set[str]:
     assignments): what a student's own cell below it may use as it is defined."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return set()
     names: set[str] = set()
     for node in tree.body:
@@ -241,7 +242,7 @@ def definitions(text: str, known: set[str]) -> list[tuple[str, int]]:
     code = as_python(text)
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return []
     lines, kept = code.split("\n"), []
     for node in tree.body:
@@ -276,7 +277,7 @@ def as_python(text: str) -> str:
     try:
         compile(text, "<cell>", "exec")
         return text
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         pass
     try:
         from IPython.core.inputtransformer2 import TransformerManager

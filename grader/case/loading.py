@@ -55,6 +55,13 @@ SKIPPED.add("grader")
 MAX_ABSENT = 8
 
 
+#: what compiling or parsing a submission's text may raise: its syntax error, a NUL byte in
+#: it (ValueError), or code nested deeper than the parser's stack (`-` repeated 100000 times
+#: before a number: MemoryError; a sum of 200000 terms: RecursionError). Trusted code that
+#: reads a submission's text catches these: the submission's own import then fails with them.
+UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
 class SubmissionError(Exception):
     """The submission cannot be loaded: a missing package, a syntax error, a failing import."""
 

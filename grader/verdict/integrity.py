@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.case.guard import AUTODIFF_LIBRARIES
+from grader.case.loading import UNPARSABLE
 
 #: top-level module -> the library named in the message: the worker's import guard's own list
 LIBRARIES = AUTODIFF_LIBRARIES
@@ -58,7 +59,7 @@ def _imported(node: ast.AST) -> str | None:
 def scan_source(source: str, filename: str) -> list[Finding]:
     try:
         tree = ast.parse(source, filename)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return []  # loading reports it
     found: list[tuple[int, Finding]] = []
     for node in ast.walk(tree):

@@ -267,6 +267,30 @@ def test_a_cells_ipython_commands_are_not_a_syntax_error_and_keep_their_lines():
     assert as_python("x = = 1\n") == "x = = 1\n"  # not IPython either: its syntax error says where
 
 
+def test_code_nested_deeper_than_the_parser_allows_stops_no_extraction(tmp_path):
+    """Code nested deeper than Python's parser allows raises MemoryError or RecursionError
+    (not a SyntaxError) when parsed. It stops neither the fast path's extraction nor the
+    scan for autodiff imports: a graded cell is written as handed in (its import then fails
+    in the sandbox, a zero that says why, as its kernel fails), and a cell of the student's
+    own is left out, as any that is not Python. It once stopped the whole class's run."""
+    import nbformat
+
+    from grader.authoring.nbgrader_io import extract
+    from grader.verdict.integrity import scan_source
+
+    deep, wide = "-" * 100_000 + "1", "+".join(["1"] * 200_000)
+    nb = build(REPO / "reference", REPO / "tests", "micrograd")
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+    engine = nb.cells[ids.index("engine_value")]
+    engine.source += f"\n\nDEEP = {deep}\n"
+    nb.cells.insert(ids.index("engine_value") + 1, nbformat.v4.new_code_cell(f"WIDE = {wide}\n"))
+    notebook = tmp_path / "micrograd.ipynb"
+    nbformat.write(nb, notebook)
+    text = (extract(notebook, tmp_path / "out", "micrograd") / "micrograd" / "engine.py").read_text()
+    assert f"DEEP = {deep}" in text and "WIDE" not in text
+    assert scan_source(text, "engine.py") == scan_source(f"import torch\nW = {wide}\n", "x.py") == []
+
+
 def test_a_students_own_cell_gives_the_graded_code_its_definitions_and_runs_nothing():
     from grader.authoring.nbgrader_io import definitions
 
