@@ -65,7 +65,7 @@ def read_cells(path: str | Path) -> list[Cell]:
     try:
         with open(path, encoding="utf-8") as fh:
             nb = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # (JSON nested too deep)
         raise NotebookError(f"{Path(path).name} cannot be read as a notebook: {exc}"[:300]) from None
     cells = nb.get("cells") if type(nb) is dict else None
     if type(cells) is not list or nb.get("nbformat") != 4:
@@ -75,7 +75,7 @@ def read_cells(path: str | Path) -> list[Cell]:
         if type(cell) is not dict:
             raise NotebookError(f"{Path(path).name} has a cell that is not an object")
         source = cell.get("source", "")
-        text = "".join(source) if type(source) is list else source
+        text = "".join(source) if type(source) is list and all(type(s) is str for s in source) else source
         metadata = cell.get("metadata")
         if type(text) is not str or type(metadata or {}) is not dict:
             raise NotebookError(f"{Path(path).name} has a malformed cell")

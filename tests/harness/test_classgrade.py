@@ -439,12 +439,25 @@ def test_layouts_zip_and_nbgrader(tmp_path):
     assert missing_assignments(found[2].path, ("micrograd",)) == {}
 
 
-def test_a_notebook_that_is_not_one_costs_its_assignment_only(tmp_path, oracle):
-    """A submitted notebook that is not JSON: its assignment scores zero saying so, the
-    student's other assignment grades as usual, and the class run goes on."""
+NOT_NOTEBOOKS = {
+    "not-json": ('{"cells": [', "cannot be read as a notebook"),
+    "nested-too-deep": ("[" * 100_000 + "]" * 100_000, "cannot be read as a notebook"),
+    "source-of-numbers": (
+        json.dumps({"nbformat": 4, "cells": [{"cell_type": "code", "source": [1, 2], "metadata": {}}]}),
+        "has a malformed cell",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", NOT_NOTEBOOKS)
+def test_a_notebook_that_is_not_one_costs_its_assignment_only(name, tmp_path, oracle):
+    """A submitted notebook that is not one (not JSON, JSON nested deeper than the parser
+    allows, a cell's source of numbers): its assignment scores zero saying so, the student's
+    other assignment grades as usual, and the class run goes on."""
+    text, said = NOT_NOTEBOOKS[name]
     student = tmp_path / "course" / "submitted" / "dee"
     (student / "micrograd").mkdir(parents=True)
-    (student / "micrograd" / "micrograd.ipynb").write_text('{"cells": [')
+    (student / "micrograd" / "micrograd.ipynb").write_text(text)
     shutil.copytree(REPO / "reference" / "needle", student / "needle" / "needle")
     (sub,) = discover(tmp_path / "course", tmp_path / "work")
     cases = [c for c in collect(SUITES_DIR, ("micrograd", "needle"), ("public",)) if c.topic == "ops"]
@@ -454,7 +467,7 @@ def test_a_notebook_that_is_not_one_costs_its_assignment_only(tmp_path, oracle):
         by_assignment[r.assignment].add(r.status)
     assert by_assignment == {"micrograd": {Status.ERROR}, "needle": {Status.PASSED}}
     failed = next(r for r in report.results if r.assignment == "micrograd")
-    assert "micrograd.ipynb cannot be read as a notebook" in failed.message
+    assert f"micrograd.ipynb {said}" in failed.message, failed.message
 
 
 def test_a_long_tmpdir_does_not_stop_the_pool(tmp_path):
