@@ -469,6 +469,22 @@ class Package:
             raise self.failures[sub] from exc
         return self.modules[sub]
 
+    def require(self, sub: str, name: str) -> None:
+        """`package.sub` must define `name`, which every case uses (micrograd's `Value`):
+        else `SubmissionError`, naming the classes it does define (one renamed, say). Without
+        it every case would stop on it in its own way, each one costing the sandbox a worker."""
+        module = self.module(sub)
+        try:
+            if getattr(module, name, None) is not None:
+                return
+            own = module.__name__
+            mine = [n for n, v in vars(module).items() if isinstance(v, type) and v.__module__ == own]
+        except Exception:  # a module that raises on being read defines nothing usable
+            mine = []
+        where = self.found.describe() if module is self.modules.get(self.package) else self._file(sub)
+        defined = f" (the classes it defines: {', '.join(mine[:8])})" if mine else ""
+        raise SubmissionError(f"{where} defines no {name}, which every case uses{defined}"[:2000])
+
     def _file(self, sub: str) -> str:
         return (self.found.path / f"{sub}.py").relative_to(self.found.submission).as_posix()
 

@@ -633,3 +633,26 @@ def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, monkey
     verdicts = {r.name: r for r in report.results}
     assert "exited with status 7" in verdicts["add"].message and len(started) > 1
     assert verdicts["tanh_chain"].passed  # hidden, and no add in it
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+def test_an_engine_without_its_value_class_says_so_once(sandbox, tmp_path, oracle, monkeypatch):
+    """Every case builds its numbers with micrograd's `Value`: an engine.py without it (the
+    class renamed) is said once for all, naming the classes it does define, as a module that
+    cannot be imported is. Each case stopped on it in the worker, and so cost a worker of its
+    own: the message said only that the worker exited."""
+    from grader.sandbox import engine
+
+    started = []
+
+    class Counted(engine.WorkerProcess):
+        def __init__(self, *args, **kwargs):
+            started.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "WorkerProcess", Counted)
+    renamed = submission(tmp_path, edits=[("class Value:", "class Scalar:")])
+    report = grade(renamed, "all", ["micrograd"], SMALL, oracle, limits=FAST, sandbox=sandbox)
+    said = "micrograd/engine.py defines no Value, which every case uses (the classes it defines: Scalar)"
+    assert report.results and all(said in r.message for r in report.results), report.results
+    assert len(started) == (1 if sandbox else 0)  # each suite's child ends on the error at once

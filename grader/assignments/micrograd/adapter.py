@@ -230,7 +230,7 @@ class MicrogradBackend(ScalarBackend):
     def load(cls, directory: str | Path) -> Package:
         """The submission's micrograd with its engine imported (every case needs `Value`)."""
         package = Package(directory, "micrograd", markers=MARKERS, provides=PROVIDES)
-        package.module("engine")
+        package.require("engine", PROVIDES["engine"])
         return package
 
     ops = {

@@ -197,8 +197,8 @@ class NeedleBackend(TensorBackend):
         """The submission's needle with the modules every case needs: autograd and ops
         (init.py is not needed: no case uses it)."""
         package = Package(directory, "needle", markers=MARKERS, provides=PROVIDES)
-        for name in ("autograd", "ops"):
-            package.module(name)
+        package.require("autograd", PROVIDES["autograd"])
+        package.module("ops")
         return package
 
     # ---- what the submission lacks ----
