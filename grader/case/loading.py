@@ -41,6 +41,7 @@ from typing import Any
 
 from grader.assignments import NAMES, markers
 from grader.case.guard import AUTODIFF_LIBRARIES, ImportGuard, is_autodiff, placeholder
+from grader.case.run import said
 
 #: how many folders down a package is looked for
 MAX_DEPTH = 4
@@ -415,7 +416,7 @@ class Package:
         reason = (
             _compile_error(self.package, exc)
             if isinstance(exc, SyntaxError)
-            else (f"{type(exc).__name__}: {exc}")
+            else (f"{type(exc).__name__}: {said(exc)}")
         )
         if self.found.single_module or not (self.found.path / "__init__.py").is_file():
             raise SubmissionError(
@@ -491,7 +492,7 @@ class Package:
     def _broken(self, sub: str, exc: BaseException) -> MissingModule:
         if isinstance(exc, SyntaxError):
             return MissingModule(_compile_error(f"{self.package}.{sub}", exc))
-        return MissingModule(f"importing {self._file(sub)} failed: {type(exc).__name__}: {exc}"[:2000])
+        return MissingModule(f"importing {self._file(sub)} failed: {type(exc).__name__}: {said(exc)}"[:2000])
 
 
 def running(modules: object) -> contextlib.AbstractContextManager[None]:

@@ -117,6 +117,17 @@ def function_name(code: CodeType) -> str:
     return code.co_qualname.replace(".<locals>", "")
 
 
+def said(exc: BaseException) -> str:
+    """`str(exc)`, which may run the submission's code (a KeyError's message is its key's
+    repr, a Value's `__repr__`): where that raises too, the message says so, and the case
+    is reported as any other that raised. Left to propagate, it ended the sandbox's worker
+    in every such case, each then saying only that the worker exited."""
+    try:
+        return str(exc)
+    except Exception as inner:
+        return f"(no message: the submission's __repr__ or __str__ raised {type(inner).__name__} making it)"
+
+
 def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     """Keep the type, a bounded message and the innermost frame inside the submission."""
     where = getattr(exc, "where", None)  # an account of the exception may say where
@@ -130,7 +141,7 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
             if where[2].endswith(".gradient"):
                 rule = where
         tb = tb.tb_next
-    message = str(exc)
+    message = said(exc)
     left_in = LEFT_IN.get((type(exc).__name__, message))
     if left_in is not None:
         message = f"{message}: {left_in}" if message else left_in

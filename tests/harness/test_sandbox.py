@@ -656,3 +656,55 @@ def test_an_engine_without_its_value_class_says_so_once(sandbox, tmp_path, oracl
     said = "micrograd/engine.py defines no Value, which every case uses (the classes it defines: Scalar)"
     assert report.results and all(said in r.message for r in report.results), report.results
     assert len(started) == (1 if sandbox else 0)  # each suite's child ends on the error at once
+
+
+UNSAYABLE = """
+class Unsayable(Exception):
+    def __str__(self):
+        raise RuntimeError("no words")
+"""
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+def test_an_exception_whose_message_raises_is_reported_as_raised(sandbox, tmp_path, oracle, monkeypatch):
+    """A KeyError's message is its key's repr: a Value whose `__repr__` raises makes the
+    message raise too. The case is reported as raised, saying so; it ended the worker in
+    every such case (each saying only that the worker exited). The same when the module's
+    import raises such an exception: its import failed, saying so."""
+    from grader.sandbox import engine
+
+    started = []
+
+    class Counted(engine.WorkerProcess):
+        def __init__(self, *args, **kwargs):
+            started.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "WorkerProcess", Counted)
+    edits = [
+        (
+            "        self.grad += out.grad\n",
+            "        raise KeyError(self)\n",
+        ),  # add's rule, on its first input
+        ("    def __repr__(self):\n", "    def __repr__(self):\n        raise RuntimeError('no repr')\n"),
+    ]
+    report = grade(
+        submission(tmp_path, edits=edits), "all", ["micrograd"], SMALL, oracle, limits=FAST, sandbox=sandbox
+    )
+    add = next(r for r in report.results if r.name == "add")
+    said = "(no message: the submission's __repr__ or __str__ raised RuntimeError making it)"
+    assert add.message.startswith("KeyError in Value.__add__._backward") and said in add.message, add.message
+    assert len(started) == (1 if sandbox else 0)
+    broken = [("import math\n", f"import math\n{UNSAYABLE}\nraise Unsayable()\n")]
+    report = grade(
+        submission(tmp_path, "raises", broken),
+        "all",
+        ["micrograd"],
+        SMALL,
+        oracle,
+        limits=FAST,
+        sandbox=sandbox,
+    )
+    assert report.results and all(
+        "importing micrograd/engine.py failed: Unsayable: (no message" in r.message for r in report.results
+    ), report.results
