@@ -310,8 +310,10 @@ def lay_behind(cases: list[Case], results: list[CaseResult]) -> None:
     part costs; the message is unchanged (it is made from the case alone)."""
     laid = {(a, hidden, r.slip): r.blame for a, hidden, r in _seen_by(cases, results) if r.blame}
     for case, result in zip(cases, results, strict=True):
+        if result.passed or not result.slip:
+            continue
         slip = next((s for s in slips_for(case.assignment) if s.name == result.slip), None)
-        if slip is not None and slip.behind and not result.passed:
+        if slip is not None and slip.behind:
             result.blame = laid.get((case.assignment, result.hidden, slip.behind), result.blame)
 
 
