@@ -609,13 +609,12 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
             assert varies, (name, case_id, boxed[case_id], verdict)
 
 
-def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, monkeypatch):
-    """Each suite runs in a child forked from the assignment's one worker: the interpreter
-    starts once per assignment, not once per suite. A child that dies takes only its own
-    worker with it: a fresh one serves the rest."""
+@pytest.fixture
+def started_workers(monkeypatch) -> list[Path]:
+    """The `lib/` of each sandbox worker started while the test runs, in order."""
     from grader.sandbox import engine
 
-    started = []
+    started: list[Path] = []
 
     class Counted(engine.WorkerProcess):
         def __init__(self, *args, **kwargs):
@@ -623,39 +622,36 @@ def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, monkey
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(engine, "WorkerProcess", Counted)
-    report = grade(REPO / "reference", "all", ["micrograd"], SMALL, oracle, limits=FAST)
-    assert report.score == report.max_score and len(started) == 1
+    return started
 
-    started.clear()
+
+def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, started_workers):
+    """Each suite runs in a child forked from the assignment's one worker: the interpreter
+    starts once per assignment, not once per suite. A child that dies takes only its own
+    worker with it: a fresh one serves the rest."""
+    report = grade(REPO / "reference", "all", ["micrograd"], SMALL, oracle, limits=FAST)
+    assert report.score == report.max_score and len(started_workers) == 1
+
+    started_workers.clear()
     crash = ("        self.grad += out.grad\n", "        import os; os._exit(7)\n")
     sub = submission(tmp_path, edits=[crash])  # add's rule: every case with backward() through an add
     report = grade(sub, "all", ["micrograd"], SMALL, oracle, limits=FAST)
     verdicts = {r.name: r for r in report.results}
-    assert "exited with status 7" in verdicts["add"].message and len(started) > 1
+    assert "exited with status 7" in verdicts["add"].message and len(started_workers) > 1
     assert verdicts["tanh_chain"].passed  # hidden, and no add in it
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
-def test_an_engine_without_its_value_class_says_so_once(sandbox, tmp_path, oracle, monkeypatch):
+def test_an_engine_without_its_value_class_says_so_once(sandbox, tmp_path, oracle, started_workers):
     """Every case builds its numbers with micrograd's `Value`: an engine.py without it (the
     class renamed) is said once for all, naming the classes it does define, as a module that
     cannot be imported is. Each case stopped on it in the worker, and so cost a worker of its
     own: the message said only that the worker exited."""
-    from grader.sandbox import engine
-
-    started = []
-
-    class Counted(engine.WorkerProcess):
-        def __init__(self, *args, **kwargs):
-            started.append(args[0])
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "WorkerProcess", Counted)
     renamed = submission(tmp_path, edits=[("class Value:", "class Scalar:")])
     report = grade(renamed, "all", ["micrograd"], SMALL, oracle, limits=FAST, sandbox=sandbox)
     said = "micrograd/engine.py defines no Value, which every case uses (the classes it defines: Scalar)"
     assert report.results and all(said in r.message for r in report.results), report.results
-    assert len(started) == (1 if sandbox else 0)  # each suite's child ends on the error at once
+    assert len(started_workers) == (1 if sandbox else 0)  # each suite's child ends on the error at once
 
 
 UNSAYABLE = """
@@ -666,21 +662,11 @@ class Unsayable(Exception):
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
-def test_an_exception_whose_message_raises_is_reported_as_raised(sandbox, tmp_path, oracle, monkeypatch):
+def test_an_exception_whose_message_raises_is_reported_as_raised(sandbox, tmp_path, oracle, started_workers):
     """A KeyError's message is its key's repr: a Value whose `__repr__` raises makes the
     message raise too. The case is reported as raised, saying so; it ended the worker in
     every such case (each saying only that the worker exited). The same when the module's
     import raises such an exception: its import failed, saying so."""
-    from grader.sandbox import engine
-
-    started = []
-
-    class Counted(engine.WorkerProcess):
-        def __init__(self, *args, **kwargs):
-            started.append(args[0])
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "WorkerProcess", Counted)
     edits = [
         (
             "        self.grad += out.grad\n",
@@ -694,7 +680,7 @@ def test_an_exception_whose_message_raises_is_reported_as_raised(sandbox, tmp_pa
     add = next(r for r in report.results if r.name == "add")
     said = "(no message: the submission's __repr__ or __str__ raised RuntimeError making it)"
     assert add.message.startswith("KeyError in Value.__add__._backward") and said in add.message, add.message
-    assert len(started) == (1 if sandbox else 0)
+    assert len(started_workers) == (1 if sandbox else 0)
     broken = [("import math\n", f"import math\n{UNSAYABLE}\nraise Unsayable()\n")]
     report = grade(
         submission(tmp_path, "raises", broken),
