@@ -40,10 +40,17 @@ def files_hash(root: str | Path) -> str:
     if root.is_dir():
         for path in submission_files(root):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(_file_digest(path))
     elif root.is_file():
-        digest.update(hashlib.sha256(root.read_bytes()).digest())
+        digest.update(_file_digest(root))
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> bytes:
+    """sha256 of a file's bytes, read in chunks: a data file a student left beside the code
+    may be larger than the grader wants to hold in memory at once."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").digest()
 
 
 def cases_key(cases: Iterable[Case], visibility: str) -> str:
