@@ -139,6 +139,7 @@ NOT_FROM_A_VALUE = ("NotImplementedError", "CaseTimedOut", "MemoryError")
 #: the grader's own accounts of an exception (needle's adapter): each names its cause
 FINDINGS = (
     "GradientTypeError",
+    "GradientCountError",
     "GradientShapeError",
     "NoGradientError",
     "NotDifferentiableError",

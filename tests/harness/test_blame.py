@@ -442,13 +442,37 @@ def test_a_reversed_rsub_is_blamed_on_rsub(cases, oracle, tmp_path):
         assert first.startswith("wrong value from Tensor.__rsub__") and "AddScalar" not in first, message
 
 
-def test_a_gradient_returning_numpy_is_named_wherever_it_surfaces(cases, oracle, tmp_path):
+ONE_GRADIENT = Bug(
+    "mul-gradient-returns-one",
+    "EWiseMul.gradient returns one gradient for its two inputs",
+    [
+        (
+            OPS,
+            "        lhs, rhs = node.inputs\n        return out_grad * rhs, out_grad * lhs",
+            "        return out_grad * 1",
+        )
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("bug", "said"),
+    [
+        (NUMPY_GRADIENT, "EWiseMul.gradient returned numpy.ndarray; return Tensors"),
+        (ONE_GRADIENT, "EWiseMul.gradient returned 1 gradient for its 2 inputs: it returns one for each"),
+    ],
+    ids=["numpy", "one-of-two"],
+)
+def test_a_gradient_of_the_wrong_kind_is_named_wherever_it_surfaces(bug, said, cases, oracle, tmp_path):
+    """A rule that returns NumPy arrays, or one gradient for two inputs, is found out by the
+    grader wherever the case stopped (in backward's pairing of gradients with inputs, say):
+    the message says what the rule returned, and the failure is laid at that rule."""
     needle = chosen(cases, r"^needle/(?!.*(random|deep))")
-    messages = failed(run(NUMPY_GRADIENT, needle, oracle, tmp_path))
-    assert "needle/test_op_gradients::op_gradient[EWiseMul]" in messages  # its own case too
-    assert len(messages) > 20
-    said = "EWiseMul.gradient returned numpy."
-    assert {i: m for i, m in messages.items() if not m.startswith(said) or "return Tensors" not in m} == {}
+    results = {i: r for i, r in run(bug, needle, oracle, tmp_path).items() if not r.passed}
+    assert "needle/test_op_gradients::op_gradient[EWiseMul]" in results  # its own case too
+    assert len(results) > 20
+    assert {i: r.message for i, r in results.items() if not r.message.startswith(said)} == {}
+    assert {r.blame for r in results.values()} == {"EWiseMul"}
 
 
 NEEDLE_LEAVES_WITHOUT_GRAD = Bug(

@@ -39,15 +39,35 @@ class NoGradientError(ValueError):
     """Leaves asked for with requires_grad=True came out with requires_grad = False."""
 
 
+def _rule_place(op: Any) -> tuple[str, int, str] | None:
+    """Where `op`'s gradient rule is defined, as `describe_exception` names a place: a
+    failure found by the grader (not raised in the rule) is laid at that rule."""
+    code = getattr(type(op).gradient, "__code__", None)
+    return None if code is None else (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+
+
 class GradientTypeError(TypeError):
     """A gradient rule returned something other than the library's Tensors."""
 
     def __init__(self, op: Any, got: Any) -> None:
+        self.where = _rule_place(op)
         kind = type(got)
         name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
         super().__init__(
             f"{type(op).__name__}.gradient returned {name}; return Tensors (built with needle's "
             "ops, so that backward can use them and a gradient can be differentiated again)"
+        )
+
+
+class GradientCountError(ValueError):
+    """A gradient rule returned another number of gradients than its op has inputs: backward,
+    pairing them with the inputs, trips over it."""
+
+    def __init__(self, op: Any, got: int, inputs: int) -> None:
+        self.where = _rule_place(op)
+        super().__init__(
+            f"{type(op).__name__}.gradient returned {got} gradient{'s' * (got != 1)} for its {inputs} "
+            f"input{'s' * (inputs != 1)}: it returns one for each of node.inputs, in their order"
         )
 
 
@@ -58,9 +78,8 @@ class GradientShapeError(ValueError):
     def __init__(
         self, op: Any, k: int, got: tuple[int, ...], want: tuple[int, ...], surfaced: BaseException
     ) -> None:
-        code = type(op).gradient.__code__
         #: the rule, where `describe_exception` would have found it: the failure's place
-        self.where = (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+        self.where = _rule_place(op)
         shown = f"{type(surfaced).__name__}: {surfaced}".splitlines()[0][:200]
         super().__init__(
             f"{type(op).__name__}.gradient returns a gradient of shape {got} for its input {k}, whose "
@@ -72,12 +91,21 @@ class NotDifferentiableError(ValueError):
     """A gradient rule built a result that backward cannot differentiate again."""
 
     def __init__(self, op: Any, found: float, cause: str) -> None:
-        code = type(op).gradient.__code__
         #: the rule, where `describe_exception` would have found it: the failure's place
-        self.where = (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+        self.where = _rule_place(op)
         self.found = found
         how = "" if found == NUMPY_OPERAND else " builds a gradient that backward cannot differentiate again"
         super().__init__(f"{type(op).__name__}.gradient{how}: a backward through its gradient raised {cause}")
+
+
+#: the grader's own accounts of an exception (`explain_exception` gives no other for them)
+OWN_ACCOUNTS = (
+    GradientTypeError,
+    GradientCountError,
+    GradientShapeError,
+    NoGradientError,
+    NotDifferentiableError,
+)
 
 
 def _data(raw: Any) -> np.ndarray:
@@ -316,7 +344,7 @@ class NeedleBackend(TensorBackend):
             if not isinstance(g, self.Tensor):
                 raise GradientTypeError(op, g)
         if len(grads) != len(inputs):
-            raise ValueError(f"{op_name}.gradient returned {len(grads)} gradients for {len(inputs)} inputs")
+            raise GradientCountError(op, len(grads), len(inputs))
         return tuple(
             self.wrap(g, f"{op_name}.gradient", (out, out_grad), {"input": i}) for i, g in enumerate(grads)
         )
@@ -475,7 +503,7 @@ class NeedleBackend(TensorBackend):
             else:
                 out, leaves = self._on_fresh_leaves(step)
             grads = self._local_grads(out, leaves, np.asarray(grad))
-        except GradientTypeError:
+        except (GradientTypeError, GradientCountError):
             raise
         except Exception:  # unknown: the diagnostic falls back to naming the rule
             return None
@@ -516,9 +544,12 @@ class NeedleBackend(TensorBackend):
             total = sum(adjoints[id(node)][1:], adjoints[id(node)][0])
             given = self.Tensor(np.asarray(total, dtype=_data(node).dtype), requires_grad=False)
             grads = node.op.gradient_as_tuple(given, node)
-            for inp, g in zip(node.inputs, grads, strict=True):
+            for g in grads:
                 if not isinstance(g, self.Tensor):
                     raise GradientTypeError(node.op, g)
+            if len(grads) != len(node.inputs):
+                raise GradientCountError(node.op, len(grads), len(node.inputs))
+            for inp, g in zip(node.inputs, grads, strict=True):
                 adjoints.setdefault(id(inp), []).append(_data(g))
                 waiting[id(inp)] -= 1
                 if waiting[id(inp)] == 0:
@@ -533,9 +564,10 @@ class NeedleBackend(TensorBackend):
     def explain_exception(self, exc: BaseException) -> BaseException | None:
         """When a case raised: leaves that do not require a gradient although asked to, or a
         gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
-        backward and fails far from the rule) or a gradient of another shape than its input's
-        (the next rule, or backward's sum, raises), is the cause."""
-        if isinstance(exc, GradientTypeError | NoGradientError | NotDifferentiableError | GradientShapeError):
+        backward and fails far from the rule), another number of gradients than its op has
+        inputs, or a gradient of another shape than its input's (the next rule, or backward's
+        sum, raises), is the cause."""
+        if isinstance(exc, OWN_ACCOUNTS):
             return None
         refused = [
             self.tape.steps[i].label or f"t{i}"
@@ -553,7 +585,7 @@ class NeedleBackend(TensorBackend):
                 try:
                     out, leaves = self._on_fresh_leaves(step)
                     grads = self._local_grads(out, leaves, np.ones(_data(out).shape))
-                except GradientTypeError as found:
+                except (GradientTypeError, GradientCountError) as found:
                     return found
                 except Exception:
                     continue
