@@ -60,6 +60,17 @@ def assigns(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def adds_nothing(evidence: Any) -> dict[str, str] | None:
+    """The rule added nothing to its inputs' gradients, where PyTorch's adds something: it
+    never ran (the op did not set `out._backward`), or its body does nothing. Last in the
+    catalogue: a rule that reads the wrong value adds nothing where that value is 0, and
+    the slips that name such a rule come first."""
+    for _, op, e, a in _wrong_rules(evidence):
+        if _same(a, 0.0) and not _same(e, 0.0):
+            return {"op": op}
+    return None
+
+
 def no_chain_rule(evidence: Any) -> dict[str, str] | None:
     """The rule sent its local derivative alone, not scaled by out.grad."""
     for _, op, e, a in _wrong_rules(evidence):
@@ -113,7 +124,9 @@ def own_input(evidence: Any) -> dict[str, str] | None:
         leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]  # each one's contribution, in a
         if _same(values[0], values[1]) or len(leaves) != len(a):
             continue
-        if any(_same(a[k], PROBE_GRAD * values[j]) and not _same(a[k], e[k]) for k, j in enumerate(leaves)):
+        # an input whose own value is 0 would get 0 either way: a rule that adds nothing
+        own = [(k, j) for k, j in enumerate(leaves) if not _same(values[j], 0.0)]
+        if any(_same(a[k], PROBE_GRAD * values[j]) and not _same(a[k], e[k]) for k, j in own):
             return {"op": op}
     return None
 
@@ -425,5 +438,11 @@ SLIPS = (
         "output can take any value, negative ones too",
         last_layer_relu,
         blame="mlp",
+    ),
+    Slip(
+        "adds-nothing",
+        "{op}'s rule adds nothing to its inputs' gradients: the op must set it as its result's "
+        "rule (`out._backward = _backward`), and it must add to each input's grad (`+=`)",
+        adds_nothing,
     ),
 )

@@ -93,6 +93,21 @@ BUGS = [
         slip=("+=",),
     ),
     Bug(
+        "mul-rule-not-set",
+        "mul defines its rule but never sets it as the result's (`out._backward = _backward`)",
+        [
+            (
+                ENGINE,
+                "            other.grad += self.data * out.grad\n            ### END SOLUTION\n\n"
+                "        out._backward = _backward\n",
+                "            other.grad += self.data * out.grad\n            ### END SOLUTION\n\n",
+            )
+        ],
+        caught_by=["test_ops::rule[mul*]", "test_composite::neuron", "test_hidden_ops::hidden_rule[mul-*]"],
+        says=("mul",),
+        slip=("adds nothing", "out._backward = _backward"),
+    ),
+    Bug(
         "exp-without-out-grad",
         "exp's rule forgets the chain rule: `self.grad += out.data`",
         [(ENGINE, "            self.grad += out.data * out.grad\n", "            self.grad += out.data\n")],
