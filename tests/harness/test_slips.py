@@ -220,11 +220,15 @@ if __name__ == "__main__":
 #: bug -> the only slips its failing cases may name, over every case of its assignment: each
 #: named another slip once (a relu without a mask cancelled x's gradient and was told its -x
 #: was outside the graph; no seed at all was told that; a summation not broadcast back gave a
-#: right MatMul the wrong out_grad, and MatMul's factors were blamed)
+#: right MatMul the wrong out_grad, and MatMul's factors were blamed; a mul rule never set
+#: was told it gave an input its own value, where that value was 0; a seed set after the
+#: closures was told they ran in topological order)
 ONLY_SLIPS = {
     ("micrograd", "relu-no-mask"): {"relu-passes-negative", "relu-slope-at-zero"},
     ("micrograd", "no-seed"): set(),
     ("micrograd", "closures-in-topological-order"): {"topological-order"},
+    ("micrograd", "mul-rule-not-set"): {"adds-nothing"},
+    ("micrograd", "seeded-after-the-pass"): {"nothing-passed-on"},
     ("needle", "summation-not-broadcast-back"): {"not-broadcast-back"},
 }
 

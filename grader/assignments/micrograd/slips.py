@@ -55,18 +55,25 @@ def assigns(evidence: Any) -> dict[str, str] | None:
     probe started it from (half of it when one leaf is both inputs, as in `a * a`)."""
     for _, op, e, a in _wrong_rules(evidence):
         held = a + PROBE_SEED
-        if any(_same(held, e * share) for share in (1.0, 0.5)):
-            return {"op": op}
+        if not _same(a, 0.0) and any(_same(held, e * share) for share in (1.0, 0.5)):
+            return {"op": op}  # (a rule that adds nothing leaves the seed too: not told apart)
     return None
 
 
 def adds_nothing(evidence: Any) -> dict[str, str] | None:
     """The rule added nothing to its inputs' gradients, where PyTorch's adds something: it
-    never ran (the op did not set `out._backward`), or its body does nothing. Last in the
-    catalogue: a rule that reads the wrong value adds nothing where that value is 0, and
-    the slips that name such a rule come first."""
-    for _, op, e, a in _wrong_rules(evidence):
-        if _same(a, 0.0) and not _same(e, 0.0):
+    never ran (the op did not set `out._backward`), or its body does nothing. Probed alone,
+    it added nothing; and in the case, an input that only its node uses got nothing either
+    (a wrong formula that crosses 0 at the probe's out.grad still sends the case something).
+    Last in the catalogue: a rule that reads the wrong value adds nothing where that value
+    is 0, and the slips that name such a rule come first."""
+    tape = evidence.at_pass
+    for i, op, e, a in _wrong_rules(evidence):
+        if not _same(a, 0.0) or _same(e, 0.0) or not tape.actual:
+            continue
+        alone = [x for x in evidence.inputs(i) if tape.consumers(x) == [i]]
+        got = [tape.actual[x].get("grad") for x in alone]
+        if any(g is not None and _same(g.array(), 0.0) for g in got):
             return {"op": op}
     return None
 
@@ -167,8 +174,9 @@ def rsub_reversed(evidence: Any) -> dict[str, str] | None:
 
 
 def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
-    """-x has the right value and gradient, yet x got none from it: it is a new Value made
-    from x's number, with no edge back to x."""
+    """-x has the right value and gradient, yet x got none from it, and -x probed alone on a
+    fresh x passes nothing back either, though the rule of the op it is built from is
+    right: it is a new Value made from x's number, with no edge back to x."""
     tape = evidence.tape
     if _wrong_rules(evidence):  # a wrong rule elsewhere can cancel x's gradient out
         return None
@@ -179,6 +187,10 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
         got, want = tape.actual[x]["grad"], tape.expected[x]["grad"]
         if got is None or want is None or tape.differs(i, "value") or tape.differs(i, "grad"):
             continue  # -x itself must be right: with no gradient anywhere (no seed), x has none either
+        if tape.rule(i) is not False or tape.wrong_parts(i):
+            # -x probed alone passes its gradient on (a seed set after the closures starved
+            # it), or the rule of the op it is built from (x * -1's mul) is what is wrong
+            continue
         if _same(got.array(), 0.0) and not _same(want.array(), 0.0):
             return {"op": "neg"}
     return None
@@ -254,9 +266,42 @@ def zero_grad_kept(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _starved(evidence: Any) -> tuple[set[int], set[int]] | None:
+    """Where each output ended with its seed and every other node with a gradient of 0 where
+    it should have another (nothing flowed from the output): those nodes, and the inputs of
+    the outputs made by one primitive op. None where something flowed."""
+    tape = evidence.at_pass
+    if evidence.diagnosis.blame != "backward" or not tape.actual or not tape.outputs:
+        return None
+    outputs = set(tape.outputs)
+    if any(tape.differs(j, "grad") for j in outputs):
+        return None
+    starved = set()
+    for i in range(len(tape.steps)):
+        got, should = tape.actual[i].get("grad"), tape.expected[i].get("grad")
+        if i in outputs or got is None or should is None or _same(should.array(), 0.0):
+            continue
+        if not _same(got.array(), 0.0):
+            return None
+        starved.add(i)
+    fed = {i for j in outputs if tape.steps[j].op in hints.PRIMITIVES for i in evidence.inputs(j)}
+    return (starved, fed) if starved else None
+
+
+def nothing_passed_on(evidence: Any) -> dict[str, str] | None:
+    """Nothing flowed from the output, not even to the inputs of its own primitive op: its
+    closure ran while its gradient was still 0 (backward() seeded it after the closures), or
+    none ran. Run in the wrong order instead, the output's own closure still runs last, with
+    its seed, and sends its inputs something."""
+    found = _starved(evidence)
+    return {} if found is not None and found[0] & found[1] else None
+
+
 def topological_order(evidence: Any) -> dict[str, str] | None:
     """The rules are right, yet the node's gradient is 0 where it should not be, and the
-    gradient of every node that uses it is right: its rule ran before theirs had."""
+    gradient of every node that uses it is right: its rule ran before theirs had. Not where
+    nothing flowed from an output made of several ops (`2 - a` hides the nodes between):
+    the output may as well have been seeded after the closures, and the case cannot tell."""
     i, tape = evidence.diagnosis.wrong, evidence.at_pass
     if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
         return None
@@ -264,7 +309,9 @@ def topological_order(evidence: Any) -> dict[str, str] | None:
     if got is None or should is None or not _same(got.array(), 0.0) or _same(should.array(), 0.0):
         return None
     users = tape.consumers(i)
-    return {} if users and not any(tape.differs(j, "grad") for j in users) else None
+    if not users or any(tape.differs(j, "grad") for j in users) or _starved(evidence) is not None:
+        return None
+    return {}
 
 
 def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
@@ -379,6 +426,14 @@ SLIPS = (
         "backward() resets the leaves' gradients too: only the interior nodes start from zero; a "
         "leaf's gradient adds up over backward() calls, as in PyTorch (zero_grad() resets it)",
         leaves_reset,
+    ),
+    Slip(
+        "nothing-passed-on",
+        "backward() passed nothing on from the output, whose gradient ended as 1: set self.grad = 1 "
+        "before running the closures (a closure run before it passes on 0), then run every node's "
+        "_backward, from the output back",
+        nothing_passed_on,
+        replaces=(hints.SEED, hints.ORDER),
     ),
     Slip(
         "topological-order",
