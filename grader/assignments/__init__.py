@@ -86,13 +86,17 @@ class Slip:
         return "" if blamed == SOME_RULE else blamed
 
 
-def raised(kind: str, saying: str = "") -> Callable[[Any], dict[str, str] | None]:
+def raised(kind: str, saying: str = "", at: tuple[str, ...] = ()) -> Callable[[Any], dict[str, str] | None]:
     """A slip's detector for an exception the submission raised: of type `kind`, its message
-    holding `saying` (RecursionError; TypeError "unhashable type: 'Value'")."""
+    holding `saying` (RecursionError; TypeError "unhashable type: 'Value'"), and, given `at`,
+    laid at one of those parts (a RecursionError is the sort's slip only where the sort
+    raised it: an `__rmul__` that calls itself raises one too)."""
 
     def detect(evidence: Any) -> dict[str, str] | None:
         failure = evidence.failure
-        return {} if failure is not None and failure.type == kind and saying in failure.message else None
+        if failure is None or failure.type != kind or saying not in failure.message:
+            return None
+        return {} if not at or evidence.diagnosis.blame in at else None
 
     return detect
 

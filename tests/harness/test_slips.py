@@ -222,13 +222,15 @@ if __name__ == "__main__":
 #: was outside the graph; no seed at all was told that; a summation not broadcast back gave a
 #: right MatMul the wrong out_grad, and MatMul's factors were blamed; a mul rule never set
 #: was told it gave an input its own value, where that value was 0; a seed set after the
-#: closures was told they ran in topological order)
+#: closures was told they ran in topological order; an __rmul__ calling itself was told to
+#: write the sort without recursion)
 ONLY_SLIPS = {
     ("micrograd", "relu-no-mask"): {"relu-passes-negative", "relu-slope-at-zero"},
     ("micrograd", "no-seed"): set(),
     ("micrograd", "closures-in-topological-order"): {"topological-order"},
     ("micrograd", "mul-rule-not-set"): {"adds-nothing"},
     ("micrograd", "seeded-after-the-pass"): {"nothing-passed-on"},
+    ("micrograd", "rmul-calls-itself"): set(),
     ("needle", "summation-not-broadcast-back"): {"not-broadcast-back"},
 }
 

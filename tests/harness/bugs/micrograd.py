@@ -131,6 +131,19 @@ BUGS = [
         slip=("passed nothing on from the output", "before running the closures"),
     ),
     Bug(
+        "rmul-calls-itself",
+        "`2 * x` runs x.__rmul__(2), which returns other * self: x.__rmul__(2) again, without end",
+        [
+            (
+                ENGINE,
+                "    def __rmul__(self, other):  # other * self\n        return self * other\n",
+                "    def __rmul__(self, other):  # other * self\n        return other * self\n",
+            )
+        ],
+        caught_by=["test_ops::backward[rmul]"],
+        says=("RecursionError in Value.__rmul__",),
+    ),
+    Bug(
         "exp-without-out-grad",
         "exp's rule forgets the chain rule: `self.grad += out.data`",
         [(ENGINE, "            self.grad += out.data * out.grad\n", "            self.grad += out.data\n")],
