@@ -98,6 +98,8 @@ class NotDifferentiableError(ValueError):
         super().__init__(f"{type(op).__name__}.gradient{how}: a backward through its gradient raised {cause}")
 
 
+#: what a rule probed alone raises when it returned the wrong thing: the probe's answer
+RETURNED_WRONG = (GradientTypeError, GradientCountError)
 #: the grader's own accounts of an exception (`explain_exception` gives no other for them)
 OWN_ACCOUNTS = (
     GradientTypeError,
@@ -503,7 +505,7 @@ class NeedleBackend(TensorBackend):
             else:
                 out, leaves = self._on_fresh_leaves(step)
             grads = self._local_grads(out, leaves, np.asarray(grad))
-        except (GradientTypeError, GradientCountError):
+        except RETURNED_WRONG:
             raise
         except Exception:  # unknown: the diagnostic falls back to naming the rule
             return None
@@ -585,7 +587,7 @@ class NeedleBackend(TensorBackend):
                 try:
                     out, leaves = self._on_fresh_leaves(step)
                     grads = self._local_grads(out, leaves, np.ones(_data(out).shape))
-                except (GradientTypeError, GradientCountError) as found:
+                except RETURNED_WRONG as found:
                     return found
                 except Exception:
                     continue
