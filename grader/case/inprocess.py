@@ -31,7 +31,7 @@ from grader.case.limits import (
     settle_garbage,
 )
 from grader.case.loading import SubmissionError, running
-from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.case.run import Bounded, Run, describe_exception, exit_failure, exit_fault, run_case
 
 
 class InProcessEngine:
@@ -131,8 +131,8 @@ class InProcessEngine:
                 run = Run(fault=fault)
             except hang.WallTimeout as exc:
                 run = Run(fault=self.policy.timed_out(wall, self._where(exc), count=budget is None))
-            except SystemExit as exc:  # the sandbox's worker would exit: here the run goes on
-                run = Run(fault=f"{exited(exc)} during the case{hang.describe(self._where(exc))}")
+            except SystemExit as exc:  # the case's fault, and the run goes on, as in the sandbox
+                run = Run(fault=exit_fault(exit_failure(exc, self.roots)))
             run.seconds = time.perf_counter() - started
         run.output = buffer.getvalue()
         ran = lib is not None and run.fault is None and not run.missing  # (a raised case: up to there)
@@ -156,11 +156,6 @@ class InProcessEngine:
 
     def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
         return describe_exception(exc, self.roots).where
-
-
-def exited(exc: SystemExit) -> str:
-    """`sys.exit(3) was called`: what ends a sandbox's worker, said where the process goes on."""
-    return f"sys.exit({'' if exc.code is None else repr(exc.code)}) was called"
 
 
 class Submission:
@@ -194,13 +189,17 @@ class Submission:
             except SubmissionError as exc:
                 self.engines[assignment] = exc
             except (hang.WallTimeout, SystemExit) as exc:
-                where = describe_exception(exc, [self.directory.resolve()]).where
-                if isinstance(exc, SystemExit):
-                    message = f"{exited(exc)}{hang.describe(where)}"
-                else:
-                    message = self.policy.timed_out(seconds, where, count=False)
-                self.engines[assignment] = SubmissionError(f"importing {assignment} failed: {message}")
+                self.engines[assignment] = SubmissionError(
+                    f"importing {assignment} failed: {self._stopped(exc, seconds)}"
+                )
         return self.engines[assignment]
+
+    def _stopped(self, exc: hang.WallTimeout | SystemExit, seconds: float) -> str:
+        """Why an import that did not end did not: it exited, or ran out of time."""
+        roots = [self.directory.resolve()]
+        if isinstance(exc, SystemExit):
+            return exit_fault(exit_failure(exc, roots), during="")
+        return self.policy.timed_out(seconds, describe_exception(exc, roots).where, count=False)
 
     @property
     def notes(self) -> list[str]:

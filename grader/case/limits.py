@@ -187,7 +187,9 @@ def _hangs(call: Callable[[], object], seconds: float, wall: float | None) -> bo
             call()
     except (hang.CaseTimedOut, hang.WallTimeout):
         return True
-    except (Exception, SystemExit):  # sys.exit() in a rule: its cases say so, not the probe
+    except KeyboardInterrupt:  # a person's Ctrl-C (the sandbox's worker catches a rule's own)
+        raise
+    except BaseException:  # sys.exit() in a rule, or anything else it raises: its cases say so
         return False
     return False
 

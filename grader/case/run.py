@@ -8,6 +8,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from grader.case import hang
 from grader.case.backend import MissingOp
 from grader.case.define import Case
 from grader.case.quantity import Quantity
@@ -152,7 +153,31 @@ def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     return Failure(type(exc).__name__, message, where, rule[2] if rule is not None else None)
 
 
-def _cause(lib: Any, exc: Exception) -> BaseException:
+#: what a case's run lets through, for its caller to say: the case's time running out, the
+#: submission ending the process (`exited`), and Ctrl-C (a person's, where a person runs the
+#: cases: the sandbox's worker catches it as the submission's own). Any other exception, a
+#: `GeneratorExit` or the submission's own subclass of BaseException too, is the case's failure.
+PASSED_THROUGH = (hang.CaseTimedOut, hang.WallTimeout, SystemExit, KeyboardInterrupt)
+
+
+def exited(exc: SystemExit) -> str:
+    """`sys.exit(3) was called`: what ends a process, said where the grading goes on."""
+    return f"sys.exit({'' if exc.code is None else repr(exc.code)}) was called"
+
+
+def exit_failure(exc: SystemExit, roots: list[Path]) -> Failure:
+    """A case that called sys.exit() (or exit()), as a failure the sandbox's worker can send:
+    its `exit_fault` is the case's fault wherever it ran."""
+    return Failure("SystemExit", exited(exc), describe_exception(exc, roots).where)
+
+
+def exit_fault(failure: Failure, during: str = " during the case") -> str:
+    """`sys.exit(0) was called during the case in Value.__mul__._backward (engine.py, line 52)`;
+    `during=""` for an import."""
+    return f"{failure.message}{during}{hang.describe(failure.where)}"
+
+
+def _cause(lib: Any, exc: BaseException) -> BaseException:
     """The backend's better account of an exception, if it has one (needle: a gradient rule
     that returned a NumPy array, whatever later code tripped over it)."""
     explain = getattr(lib, "explain_exception", None)
@@ -181,8 +206,8 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool =
         if roots is None:
             raise
         return Run(needs=lib.needs(), missing=exc.needs)
-    except Exception as exc:
-        if roots is None:
+    except BaseException as exc:
+        if roots is None or isinstance(exc, PASSED_THROUGH):
             raise
         failure = describe_exception(_cause(lib, exc), roots)
         return Run(needs=lib.needs(), failure=failure)

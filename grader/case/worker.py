@@ -40,6 +40,7 @@ import json
 import os
 import resource  # imported before the worker becomes its user, who may not read it
 import signal
+import site
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -49,7 +50,7 @@ from grader.case import hang, seccomp, threads
 from grader.case.define import collect
 from grader.case.limits import PROBE_CPU, case_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
-from grader.case.run import Bounded, Run, describe_exception, run_case
+from grader.case.run import Bounded, Run, describe_exception, exit_failure, exit_fault, run_case
 from grader.case.wire import (
     ASK_TAPE,
     HEADER,
@@ -148,6 +149,7 @@ def main(argv: list[str]) -> None:
     set_limits(job["memory_mib"], job["file_mib"])
     hang.listen()  # the stacks, when the grader asks where a case is stuck
     assignments.get(job["assignment"])  # its adapter (and numpy, if it needs it) imported once
+    site.setquit()  # exit() and quit(), which `-S` leaves out and every other Python has
     channel = Channel(fd, control)
     dumpable = _prctl(PR_GET_DUMPABLE)
     _prctl(PR_SET_DUMPABLE, 0)
@@ -228,11 +230,18 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
     except SubmissionError as exc:
         channel.send({"kind": "load_error", "message": str(exc)[:MAX_TEXT]})
         os._exit(0)
+    except BaseException as exc:  # sys.exit() at a module's top; a KeyboardInterrupt, its own here
+        why = f"importing {name} failed: {import_stopped(exc, work)}"
+        channel.send({"kind": "load_error", "message": why[:MAX_TEXT]})
+        os._exit(0)
     told = len(modules.notes)
     channel.send({"kind": "ready", "notes": [n[:MAX_NOTE] for n in modules.notes[:MAX_NOTES]]})
     channel.wait()
     if job.get("probe"):
-        hung, rules = probe(assignment, modules, job["probe"])
+        try:
+            hung, rules = probe(assignment, modules, job["probe"])
+        except KeyboardInterrupt:  # a rule's own (no one presses Ctrl-C here): the cases say it
+            hung, rules = False, []
         channel.send({"kind": "probe", "hung": hung, "rules": rules})
         channel.wait()
     budgets = job.get("cpu") or {}
@@ -248,7 +257,9 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
                     with hang.cpu_budget(budgets.get(case_id)):
                         lib = assignment.engine(modules, trace=case.trace)
                         run = run_case(case, lib, [work], tape=False)
-                except hang.CaseTimedOut as exc:
+                except SystemExit as exc:  # the case's fault, as in process: the worker goes on
+                    run = Run(failure=exit_failure(exc, [work]))
+                except BaseException as exc:  # out of CPU; or a KeyboardInterrupt, the submission's own here
                     run = Run(failure=describe_exception(exc, [work]))
             run.output = buffer.getvalue()
             run.notes, told = modules.notes[told:], len(modules.notes)
@@ -257,6 +268,15 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
                 tape = read_tape(lib, modules, values=run.failure is not None) if lib is not None else []
                 channel.send(tape_to_wire(case_id, tape))
     os._exit(0)  # no atexit handlers, no waiting for the submission's threads
+
+
+def import_stopped(exc: BaseException, work: Path) -> str:
+    """What stopped the submission's import, in the in-process engine's words: the same
+    submission gets the same message from every front end."""
+    if isinstance(exc, SystemExit):
+        return exit_fault(exit_failure(exc, [work]), during="")
+    failure = describe_exception(exc, [work])
+    return f"{failure.type}: {failure.message}{hang.describe(failure.where)}"
 
 
 def read_tape(lib: Any, modules: Any, values: bool = False) -> list[dict[str, Any]]:

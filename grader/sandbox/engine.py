@@ -32,7 +32,7 @@ from grader.case import hang
 from grader.case.define import Case
 from grader.case.limits import PROBE_WAIT, REPEATS, TimePolicy
 from grader.case.quantity import MalformedResult, Quantity
-from grader.case.run import Run
+from grader.case.run import Run, exit_fault
 from grader.sandbox import bwrap, confine, scratch
 from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
@@ -503,6 +503,9 @@ class SandboxEngine:
                 return cases[i + 1 :]  # a fresh worker for the rest
             if run.failure is not None and run.failure.type == "CaseTimedOut":
                 run = self._timed_out(case, run)
+            elif run.failure is not None and run.failure.type == "SystemExit":  # as in process
+                fault = self._local(exit_fault(run.failure), work)
+                run = Run(fault=fault, output=run.output, seconds=run.seconds)
             elif run.failure is not None:
                 if run.failure.type == "MemoryError":
                     runs[case.id] = Run(

@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from grader.assignments import Slip
+from grader.case import hang
 from grader.case.quantity import Quantity
 from grader.case.run import Failure, Run
 from grader.case.trace import FORMATS, NodeRef, Step
@@ -276,10 +277,7 @@ def explain_failure(failure: Failure, hints: ModuleType | None = None) -> Diagno
 
 
 def _failure_text(failure: Failure) -> str:
-    where = ""
-    if failure.where:
-        file, line, func = failure.where
-        where = f" in {func} ({file}, line {line})"
+    where = hang.describe(failure.where)
     if failure.not_implemented:
         func = failure.where[2] if failure.where else "a function of the submission"
         return f"not implemented yet: {func}" + (f" — {failure.message}" if failure.message else "")
@@ -288,7 +286,7 @@ def _failure_text(failure: Failure) -> str:
     if failure.type == "KeyError":  # the key's repr: a tensor's spans lines, the first says enough
         first = failure.message.splitlines()[0] if failure.message else ""
         return f"{failure.type}{where}: {first}{' ...' if first != failure.message else ''}"
-    return f"{failure.type}{where}: {failure.message}"
+    return f"{failure.type}{where}" + (f": {failure.message}" if failure.message else "")  # a bare `assert`
 
 
 def explain_rule(tape: Tape, i: int) -> Diagnosis:

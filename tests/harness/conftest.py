@@ -203,3 +203,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _rank(item) < len(COSTLY):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=_rank)  # stable: each module's tests keep their order
+
+
+@pytest.fixture
+def started_workers(monkeypatch) -> list[Path]:
+    """The `lib/` of each sandbox worker started while the test runs, in order."""
+    from grader.sandbox import engine
+
+    started: list[Path] = []
+
+    class Counted(engine.WorkerProcess):
+        def __init__(self, *args, **kwargs):
+            started.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "WorkerProcess", Counted)
+    return started

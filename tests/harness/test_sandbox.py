@@ -609,22 +609,6 @@ def test_sandboxed_verdicts_equal_in_process_ones(tmp_path, oracle):
             assert varies, (name, case_id, boxed[case_id], verdict)
 
 
-@pytest.fixture
-def started_workers(monkeypatch) -> list[Path]:
-    """The `lib/` of each sandbox worker started while the test runs, in order."""
-    from grader.sandbox import engine
-
-    started: list[Path] = []
-
-    class Counted(engine.WorkerProcess):
-        def __init__(self, *args, **kwargs):
-            started.append(args[0])
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "WorkerProcess", Counted)
-    return started
-
-
 def test_one_worker_serves_both_suites_of_an_assignment(tmp_path, oracle, started_workers):
     """Each suite runs in a child forked from the assignment's one worker: the interpreter
     starts once per assignment, not once per suite. A child that dies takes only its own

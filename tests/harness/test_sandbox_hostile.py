@@ -33,12 +33,26 @@ BACKWARD = [*PUBLIC_BACKWARD, "sub_div", "tanh_chain"]
 ALL = [*PUBLIC, "sub_div", "tanh_chain"]
 TANH = ["tanh[pos]", "tanh[neg]", "tanh_chain"]
 
+#: name -> what the in-process engine (a student's own pytest) says of the cases the sandbox
+#: zeroes, as the sandbox says it: sys.exit() ends neither run, which goes on to the next case
+IN_PROCESS = {
+    "exit_at_import": "importing micrograd failed: sys.exit(3) was called in <module> (__init__.py, line 7)",
+    "exit_in_backward": "sys.exit(3) was called during the case in backward (__init__.py, line 9)",
+    "exit_builtin_in_backward": "sys.exit(3) was called during the case in backward (__init__.py, line 8)",
+    "base_exception_in_backward": "Stop in backward (__init__.py, line 12): not finished",
+}
+
 #: name -> (suite, cases that must score zero, text their message must hold). Those that
 #: restart the worker after every case run the public suite only, to keep this file fast.
 EXPECTED = {
-    "exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 3"),
+    # sys.exit() ends no worker: its cases say what the in-process engine says (IN_PROCESS)
+    "exit_at_import": ("all", ALL, IN_PROCESS["exit_at_import"]),
+    "exit_in_backward": ("all", BACKWARD, IN_PROCESS["exit_in_backward"]),
+    "exit_builtin_in_backward": ("all", BACKWARD, IN_PROCESS["exit_builtin_in_backward"]),
+    "interrupt_in_backward": ("all", BACKWARD, "KeyboardInterrupt in backward (__init__.py, line 8)"),
+    "base_exception_in_backward": ("all", BACKWARD, IN_PROCESS["base_exception_in_backward"]),
+    # os._exit() cannot be caught: it ends the worker
     "os_exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 0"),
-    "exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 3 during the case"),
     "os_exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 7 during the case"),
     # the debugger stops on the line after breakpoint()
     "breakpoint_in_backward": (
@@ -157,14 +171,6 @@ def test_hostile_submission(name, tmp_path, oracle, honest, monkeypatch):
         assert len(result.output) <= 4000 and len(result.message) <= 20000
 
 
-#: name -> what the in-process engine (a student's own pytest) says of the cases the sandbox
-#: zeroes: sys.exit() there ends no worker, and the run goes on to the next case
-IN_PROCESS = {
-    "exit_at_import": "importing micrograd failed: sys.exit(3) was called in <module> (__init__.py, line 7)",
-    "exit_in_backward": "sys.exit(3) was called during the case in backward (__init__.py, line 9)",
-}
-
-
 @pytest.mark.parametrize("name", sorted(IN_PROCESS))
 def test_in_process_the_same_submissions_cost_the_same_cases(name, tmp_path, oracle, honest):
     """Graded in process, as a student's pytest grades, a submission that exits loses the
@@ -181,6 +187,30 @@ def test_in_process_the_same_submissions_cost_the_same_cases(name, tmp_path, ora
             assert not result.passed and result.message.startswith(IN_PROCESS[name]), (case, result.message)
         else:
             assert result.passed == honest[case], (case, result.message)
+
+
+#: what a Python program may raise that `except Exception` does not catch
+RAISED = [
+    "exit_in_backward",
+    "exit_builtin_in_backward",
+    "interrupt_in_backward",
+    "base_exception_in_backward",
+]
+
+
+@pytest.mark.parametrize("name", RAISED)
+def test_what_a_python_program_may_raise_costs_its_cases_not_a_worker_each(
+    name, tmp_path, oracle, started_workers
+):
+    """sys.exit(), exit(), a KeyboardInterrupt and any other BaseException raised in
+    backward() fail the cases that call it, in the one worker: each case used to end the
+    worker, and a fresh one (an interpreter's start and the submission's import) then served
+    the next case."""
+    sub = base(tmp_path / "sub")
+    shutil.copytree(HOSTILE / name / "micrograd", sub / "micrograd", dirs_exist_ok=True)
+    report = grade(sub, "all", ["micrograd"], SUITES, oracle, limits=LIMITS)
+    assert [short(r.id) for r in report.results if not r.passed] == BACKWARD
+    assert len(started_workers) == 1, started_workers
 
 
 def test_threads_around_the_refusal_cost_two_workers_then_the_rest_is_not_run(tmp_path, oracle):
