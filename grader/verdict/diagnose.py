@@ -188,8 +188,10 @@ class Tape:
 
     def wrong_parts(self, i: int) -> list[int]:
         """The parts (primitives) of a composite op whose rules, probed alone, are wrong."""
-        if not self.actual:
-            return []
+        if not self.actual or any(
+            self.differs(r.index, "value") for r in self.steps[i].inputs if isinstance(r, NodeRef)
+        ):
+            return []  # probed at other inputs than PyTorch's: nothing to compare
         e, a = self.expected[i].get("parts"), self.actual[i].get("parts")
         if e is None or a is None or e.shape != a.shape:
             return []
@@ -349,11 +351,17 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
     if not wrong:
         return _backward_inside(tape, i, ops, value)
     j = wrong[0]
+    name, probed = _op(tape, j), tape.expression(j)
+    parts = _parts_run(tape, j)
+    wrong_parts = tape.wrong_parts(j) if parts else []
+    if wrong_parts:  # inside a compound (`a - b`), the part whose rule is wrong (Negate)
+        name, text = parts[wrong_parts[0]]
+        probed = f"{text.format(*(tape.arg(r) for r in tape.steps[j].inputs))}, inside {tape.expression(j)}"
     message = (
-        f"wrong gradient from {_op(tape, j)}: its rule, probed alone on {tape.expression(j)}, differs from "
+        f"wrong gradient from {name}: its rule, probed alone on {probed}, differs from "
         f"PyTorch's, and {tape.expression(i)} runs it\n{value}"
     )
-    return Diagnosis(message, rule(_op(tape, j)), i)
+    return Diagnosis(message, rule(name), i)
 
 
 def _backward_inside(tape: Tape, i: int, ops: list[int], value: str) -> Diagnosis | None:

@@ -21,9 +21,11 @@ from grader.assignments.needle.backend import (
     NUMPY_OPERAND,
     TensorBackend,
     as_float_array,
+    compound_parts,
     fixed_out_grad,
     flag,
     indices,
+    parts_quantity,
     quantity,
 )
 from grader.case.backend import OPERATORS, MissingOp
@@ -406,6 +408,8 @@ class NeedleBackend(TensorBackend):
                 entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
             elif step.op in self.ops:
                 entry["rule"] = self.probed_alone(step.op, self._probe, i)
+                if step.op in COMPOUND_OPS:
+                    entry["parts"] = self.probed_alone(step.op, self._parts, i)
                 if self._differentiates_a_gradient():
                     found = self.probed_alone(step.op, self._differentiable, i)
                     entry["differentiable"] = None if found is None else Quantity((found[0],), ())
@@ -519,6 +523,26 @@ class NeedleBackend(TensorBackend):
             # still read them, `Evidence.rule_pair`)
             return Quantity(flat.data, (len(flat.data), 1), flat.dtype)
         return flat
+
+    def _parts(self, i: int) -> Quantity | None:
+        """A compound op's parts (`compound_parts`), each one's rule probed alone on fresh
+        leaves with `fixed_out_grad`; None if it is no compound or a part fails."""
+        step = self.tape.steps[i]
+        args = [_data(self.tape.nodes[r.index].raw) if isinstance(r, NodeRef) else r for r in step.inputs]
+        parts = compound_parts(step.op, args)
+        if parts is None:
+            return None
+        rows = []
+        try:
+            for op, inputs in parts:
+                leaves = [self.Tensor(x, requires_grad=True) for x in inputs if isinstance(x, np.ndarray)]
+                given = iter(leaves)
+                out = self.ops[op](*(next(given) if isinstance(x, np.ndarray) else x for x in inputs))
+                grad = fixed_out_grad(_data(out).shape).astype(_data(out).dtype)
+                rows.append(np.concatenate([g.reshape(-1) for g in self._local_grads(out, leaves, grad)]))
+        except Exception:  # the rule probe of the whole says what is wrong with it
+            return None
+        return parts_quantity(rows, str(_data(self.tape.nodes[i].raw).dtype))
 
     def _local_grads(self, out: Any, leaves: list[Any], out_grad: np.ndarray) -> list[np.ndarray]:
         """Run the gradient rules of the nodes `out`'s op built, back to `leaves`, adding

@@ -69,6 +69,36 @@ HELPERS = {
 COMPOUND_OPS = {"sub": 2, "rsub": 2, "rtruediv": 2}
 
 
+def compound_parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | None:
+    """The ops a compound op is built from (`Tensor.__sub__`, given code: `a - b` is
+    `a + (-b)`), each as (the backend's op, its inputs at the data it meets inside: an array
+    is a leaf, anything else a constant), in the order hints.BUILT_FROM writes them; None for
+    any other op. When the compound's gradient is wrong, the part whose rule, probed alone,
+    is wrong is the rule to name (Negate's gradient, which the student wrote)."""
+    node = [isinstance(x, np.ndarray) for x in args]
+    if op == "sub" and node == [True, True]:
+        a, b = args
+        return [("negate", [b]), ("add", [a, np.asarray(-b)])]  # asarray: a 0-d array's is a number
+    if op == "rsub" and node == [True, False]:
+        a, s = args
+        return [("negate", [a]), ("add_scalar", [np.asarray(-a), s])]
+    if op == "rtruediv" and node == [True, False]:
+        a, s = args
+        with np.errstate(divide="ignore"):
+            return [("power_scalar", [a, -1]), ("mul_scalar", [np.asarray(a**-1.0), s])]
+    return None
+
+
+def parts_quantity(rows: list[np.ndarray], dtype: str) -> Quantity:
+    """Each part's probed gradients (its inputs' flattened, one after the other) as one row,
+    rows padded with zeros to one length: the tape's `parts` entry."""
+    width = max(row.size for row in rows)
+    table = np.zeros((len(rows), width), dtype=np.float64)
+    for k, row in enumerate(rows):
+        table[k, : row.size] = row
+    return quantity(table, dtype)
+
+
 def fixed_out_grad(shape: tuple[int, ...]) -> np.ndarray:
     """The out_grad a rule is probed with where a node's own gradient is known on one side
     only: in a case that differentiates a gradient, PyTorch keeps no gradient of the first

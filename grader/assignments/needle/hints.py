@@ -20,7 +20,14 @@ OP_NAMES = {
     "rsub": "Tensor.__rsub__",
     "rtruediv": "Tensor.__rtruediv__",
 }
-BUILT_FROM: dict[str, tuple[tuple[str, str], ...]] = {}
+#: compound operators: the op classes the contract builds them from, one (class,
+#: expression) per part, in the order `backend.compound_parts` probes them ({0}, {1}: the
+#: step's inputs). Tensor's operators are given code: a wrong gradient is a part's rule
+BUILT_FROM = {
+    "sub": (("Negate", "-{1}"), ("EWiseAdd", "{0} + (-{1})")),
+    "rsub": (("Negate", "-{0}"), ("AddScalar", "(-{0}) + {1}")),
+    "rtruediv": (("PowerScalar", "{0}**-1"), ("MulScalar", "{0}**-1 * {1}")),
+}
 MLP_RUNS_ON: tuple[tuple[str, str], ...] = ()
 PRIMITIVES: tuple[str, ...] = ()
 

@@ -24,12 +24,15 @@ import numpy as np
 import torch
 
 from grader.assignments.needle.backend import (
+    COMPOUND_OPS,
     HELPERS,
     TensorBackend,
     as_float_array,
+    compound_parts,
     fixed_out_grad,
     flag,
     indices,
+    parts_quantity,
     quantity,
 )
 from grader.case.backend import OPERATORS
@@ -344,6 +347,8 @@ class TorchTensorBackend(TensorBackend):
                 entry["requires_grad"] = flag(self.tape.nodes[i].raw.requires_grad)
             elif step.op in self.ops:
                 entry["rule"] = self._probe(i)
+                if step.op in COMPOUND_OPS:
+                    entry["parts"] = self._parts(i)
                 raw = self.tape.nodes[i].raw
                 if twice and step.op != "detach" and raw.dtype.is_floating_point:
                     fixed = torch.tensor(fixed_out_grad(tuple(raw.shape)), dtype=raw.dtype)
@@ -375,6 +380,28 @@ class TorchTensorBackend(TensorBackend):
         pairs = zip(leaves, found, strict=True)
         flat = [(torch.zeros_like(x) if g is None else g).detach().reshape(-1) for x, g in pairs]
         return quantity(torch.cat(flat).numpy(), self.dtype)
+
+    def _parts(self, i: int) -> Quantity | None:
+        """A compound op's parts, each one's gradient given `fixed_out_grad` (see
+        `NeedleBackend._parts`)."""
+        step = self.tape.steps[i]
+        nodes = self.tape.nodes
+        args = [nodes[r.index].raw.detach().numpy() if isinstance(r, NodeRef) else r for r in step.inputs]
+        parts = compound_parts(step.op, args)
+        if parts is None:
+            return None
+        rows = []
+        for op, inputs in parts:
+            leaves = [torch.tensor(x, requires_grad=True) for x in inputs if isinstance(x, np.ndarray)]
+            given = iter(leaves)
+            with torch.enable_grad():
+                out = self.ops[op](*(next(given) if isinstance(x, np.ndarray) else x for x in inputs))
+                grad = torch.tensor(fixed_out_grad(tuple(out.shape)), dtype=out.dtype)
+                found = torch.autograd.grad(out, leaves, grad, allow_unused=True)
+            pairs = zip(leaves, found, strict=True)
+            flat = [(torch.zeros_like(x) if g is None else g).detach().reshape(-1) for x, g in pairs]
+            rows.append(torch.cat(flat).numpy())
+        return parts_quantity(rows, self.dtype)
 
     # ---- reading results ----
 

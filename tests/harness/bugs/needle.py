@@ -68,6 +68,19 @@ BUGS = [
         slip=("lines the shapes up from the left", "sum the leading axes"),
     ),
     Bug(
+        "negate-sign-lost",
+        "Negate's gradient passes out_grad on unchanged: `a - b` and `2 - a`, built on it, go wrong too",
+        [(OPS, "        return negate(out_grad)\n", "        return out_grad\n")],
+        caught_by=[
+            "test_op_gradients::op_gradient[Negate]",
+            "test_ops::op_backward[neg]",
+            "test_ops::op_backward[sub]",
+            "test_ops::op_backward[rsub]",
+        ],
+        says=("Negate",),
+        slip=("wrong sign",),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
