@@ -257,6 +257,23 @@ def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+#: a scalar op whose rule used the scalar the other way round: what it did, and the fix
+INVERTED = {
+    "DivScalar": dict(did="multiplies", form="a / c", derivative="1 / c", fix="out_grad / self.scalar"),
+    "MulScalar": dict(did="divides", form="a * c", derivative="c", fix="out_grad * self.scalar"),
+}
+
+
+def scalar_inverted(evidence: Any) -> dict[str, str] | None:
+    """DivScalar's gradient multiplied out_grad by the scalar c (MulScalar's divided it): it
+    gave g * c where PyTorch's is g / c, or the other way round, so the two multiply to g**2."""
+    for op, _, _, g, e, a in _rules(evidence):
+        g, e, a = (np.reshape(v, -1) for v in (g, e, a))
+        if op in INVERTED and g.size == e.size == a.size and _same(a * e, g * g) and not _same(a, e):
+            return {"op": op, **INVERTED[op]}
+    return None
+
+
 def wrong_sign(evidence: Any) -> dict[str, str] | None:
     """A gradient that is PyTorch's with its sign flipped, blamed on one op's rule: that rule
     lost a minus sign (or has one too many)."""
@@ -502,6 +519,13 @@ SLIPS = (
         "{op}'s gradient gives each input the other's gradient: the i-th gradient returned is "
         "for node.inputs[i] (for a * b: out_grad * b for a, then out_grad * a for b)",
         gradients_swapped,
+    ),
+    Slip(
+        "scalar-inverted",
+        "{op}'s gradient {did} out_grad by the scalar: the derivative of {form} in a is {derivative} "
+        "(`{fix}`)",
+        scalar_inverted,
+        blame="{op}",
     ),
     Slip(
         "wrong-sign",

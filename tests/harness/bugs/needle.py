@@ -81,6 +81,14 @@ BUGS = [
         slip=("wrong sign",),
     ),
     Bug(
+        "divscalar-multiplies",
+        "DivScalar's gradient multiplies out_grad by the scalar where it must divide",
+        [(OPS, "        return out_grad / self.scalar\n", "        return out_grad * self.scalar\n")],
+        caught_by=["test_op_gradients::op_gradient[DivScalar]", "test_ops::op_backward[div_scalar]"],
+        says=("DivScalar",),
+        slip=("multiplies out_grad by the scalar", "1 / c"),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
