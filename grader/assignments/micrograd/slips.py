@@ -12,6 +12,7 @@ call; the results that differ; the exception raised.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,44 @@ def adds_nothing(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _case_contradicts(evidence: Any, i: int, predicted: Callable[[Any, Any], Any]) -> bool:
+    """Does the case itself say otherwise than a slip's model of rule i? For each input only
+    node i uses, what the model says it sends (`predicted(PyTorch's gradient of the input,
+    the gradient node i got)`, None: it cannot tell) against the gradient the input got. A
+    fingerprint read off the rule probed alone, at one point, can match a different mistake
+    there by coincidence (a precedence slip, `n * x**n - out.grad`, at x = -2 and n = -1);
+    the case's own numbers are a second point."""
+    tape = evidence.at_pass
+    if not tape.actual or tape.expected[i].get("grad") is None:
+        return False
+    incoming = tape.expected[i]["grad"].array()
+    for x in evidence.inputs(i):
+        e, a = tape.expected[x].get("grad"), tape.actual[x].get("grad")
+        if tape.consumers(x) == [i] and e is not None and a is not None:
+            model = predicted(e.array(), incoming)
+            if model is not None and not _same(a.array(), model):
+                return True
+    return False
+
+
+def _times(factor: Any) -> Callable[[Any, Any], Any]:
+    """The model of a rule that sends the right contribution times `factor`."""
+    return lambda grad, _incoming: grad * factor
+
+
+def _local(grad: Any, incoming: Any) -> Any:
+    """An input's gradient over the gradient its node got: the rule's local derivative, as a
+    rule without the chain rule sends it (unknown where the node got 0)."""
+    return None if _same(incoming, 0.0) else grad / incoming
+
+
 def no_chain_rule(evidence: Any) -> dict[str, str] | None:
-    """The rule sent its local derivative alone, not scaled by out.grad."""
-    for _, op, e, a in _wrong_rules(evidence):
+    """The rule sent its local derivative alone, not scaled by out.grad: probed alone, and in
+    the case (each input that only its node uses got PyTorch's gradient over out.grad)."""
+    for i, op, e, a in _wrong_rules(evidence):
         if _same(a, e / PROBE_GRAD) and not _same(e, e / PROBE_GRAD):
-            return {"op": op}
+            if not _case_contradicts(evidence, i, _local):
+                return {"op": op}
     return None
 
 
@@ -143,8 +177,11 @@ def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     sent is the right contribution times x (or over x)."""
     for i, op, e, a in _wrong_rules(evidence):
         x = evidence.value(evidence.inputs(i)[0])
-        if op == "pow" and not _same(np.abs(x), 1.0) and (_same(a, e * x) or _same(a * x, e)):
-            return {"op": op}
+        if op != "pow" or _same(np.abs(x), 1.0) or _same(x, 0.0):  # (at 0, a * x is e = 0 for any a)
+            continue
+        for factor in (x, 1 / x):  # x**n, or x**(n - 2): the right contribution times x, or over x
+            if _same(a, e * factor) and not _case_contradicts(evidence, i, _times(factor)):
+                return {"op": op}
     return None
 
 

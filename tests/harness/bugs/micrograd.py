@@ -165,6 +165,13 @@ BUGS = [
         slip=("the derivative of x**n is n * x**(n - 1)",),
     ),
     Bug(
+        "pow-precedence",
+        "pow's rule misses a pair of parentheses: `n * x**n - 1 * out.grad` for `n * x**(n - 1) * out.grad`",
+        [(ENGINE, "other * self.data ** (other - 1) * out.grad", "other * self.data**other - 1 * out.grad")],
+        caught_by=["test_ops::rule[pow-*]", "test_hidden_ops::hidden_rule[pow-minus-one]"],
+        says=("wrong gradient from pow",),
+    ),
+    Bug(
         "tanh-no-square",
         "tanh's rule is 1 - tanh(x) instead of 1 - tanh(x)**2",
         [(ENGINE, "(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")],
