@@ -276,7 +276,8 @@ def import_stopped(exc: BaseException, work: Path) -> str:
     if isinstance(exc, SystemExit):
         return exit_fault(exit_failure(exc, [work]), during="")
     failure = describe_exception(exc, [work])
-    return f"{failure.type}: {failure.message}{hang.describe(failure.where)}"
+    said = f"{failure.type}: {failure.message}" if failure.message else failure.type
+    return f"{said}{hang.describe(failure.where)}"
 
 
 def read_tape(lib: Any, modules: Any, values: bool = False) -> list[dict[str, Any]]:

@@ -50,6 +50,11 @@ EXPECTED = {
     "exit_in_backward": ("all", BACKWARD, IN_PROCESS["exit_in_backward"]),
     "exit_builtin_in_backward": ("all", BACKWARD, IN_PROCESS["exit_builtin_in_backward"]),
     "interrupt_in_backward": ("all", BACKWARD, "KeyboardInterrupt in backward (__init__.py, line 8)"),
+    "interrupt_at_import": (
+        "all",
+        ALL,
+        "importing micrograd failed: KeyboardInterrupt in <module> (__init__.py, line 5)",
+    ),
     "base_exception_in_backward": ("all", BACKWARD, IN_PROCESS["base_exception_in_backward"]),
     # os._exit() cannot be caught: it ends the worker
     "os_exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 0"),

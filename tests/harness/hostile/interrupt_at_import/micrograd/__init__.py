@@ -1,0 +1,5 @@
+"""Raises KeyboardInterrupt while being imported: no one pressed Ctrl-C in the sandbox."""
+
+from micrograd.engine import Value  # noqa: F401
+
+raise KeyboardInterrupt
