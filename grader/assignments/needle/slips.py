@@ -274,6 +274,16 @@ def scalar_inverted(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def no_chain_rule(evidence: Any) -> dict[str, str] | None:
+    """A one-input op's gradient is its local derivative alone (`return node` for Exp, the
+    mask for ReLU), not scaled by out_grad: times out_grad, it is PyTorch's."""
+    for op, _, _, g, e, a in _rules(evidence):
+        g, e, a = (np.reshape(v, -1) for v in (g, e, a))
+        if g.size == e.size == a.size and _same(a * g, e) and not _same(a, e):
+            return {"op": op}
+    return None
+
+
 def wrong_sign(evidence: Any) -> dict[str, str] | None:
     """A gradient that is PyTorch's with its sign flipped, blamed on one op's rule: that rule
     lost a minus sign (or has one too many)."""
@@ -357,21 +367,24 @@ def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     return {} if evidence.single_adjoint(i) else None
 
 
-def _not_differentiable(evidence: Any, found: float) -> dict[str, str] | None:
+def _not_differentiable(evidence: Any, found: float, right: bool = False) -> dict[str, str] | None:
     """The op whose gradient rule, its result differentiated again, the tape's
-    `differentiable` entry says `found` of (the first in tape order)."""
+    `differentiable` entry says `found` of (the first in tape order); with `right`, only one
+    whose rule, probed alone, gives PyTorch's numbers."""
     tape = evidence.tape
     for i, step in enumerate(tape.steps if tape.actual else ()):
         said = tape.actual[i].get("differentiable")
-        if said is not None and said.data[0] == found:
+        if said is not None and said.data[0] == found and (not right or tape.known_rule(i) is True):
             return {"op": tape.hints.op_class(step.op, step.inputs) or step.op}
     return None
 
 
 def in_numpy(evidence: Any) -> dict[str, str] | None:
     """A case that differentiates a gradient got wrong numbers, and an op's gradient rule
-    returns a Tensor with no graph back to out_grad: computed in NumPy, then wrapped."""
-    return _not_differentiable(evidence, IN_NUMPY)
+    returns a Tensor with no graph back to out_grad, whose numbers are right: computed in
+    NumPy, then wrapped. (A rule that never reads out_grad, `return node`, has no graph back
+    to it either; its numbers are wrong, and it makes no such slip.)"""
+    return _not_differentiable(evidence, IN_NUMPY, right=True)
 
 
 def numpy_operand(evidence: Any) -> dict[str, str] | None:
@@ -525,6 +538,13 @@ SLIPS = (
         "{op}'s gradient {did} out_grad by the scalar: the derivative of {form} in a is {derivative} "
         "(`{fix}`)",
         scalar_inverted,
+        blame="{op}",
+    ),
+    Slip(
+        "no-chain-rule",
+        "{op}'s gradient is its local derivative alone: multiply it by out_grad (the chain rule "
+        "scales each local derivative by the gradient that arrives)",
+        no_chain_rule,
         blame="{op}",
     ),
     Slip(

@@ -89,6 +89,14 @@ BUGS = [
         slip=("multiplies out_grad by the scalar", "1 / c"),
     ),
     Bug(
+        "exp-without-out-grad",
+        "Exp's gradient returns its local derivative (node) without multiplying by out_grad",
+        [(OPS, "        return out_grad * node\n", "        return node\n")],
+        caught_by=["test_op_gradients::op_gradient[Exp]", "test_ops::op_backward[exp]"],
+        says=("Exp",),
+        slip=("local derivative alone", "multiply it by out_grad"),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
