@@ -239,6 +239,8 @@ ONLY_SLIPS = {
     ("needle", "summation-not-broadcast-back"): {"not-broadcast-back"},
     # its rule has no graph back to out_grad, as one computed in NumPy has: it was told so
     ("needle", "exp-without-out-grad"): {"no-chain-rule"},
+    # where backward's sum broadcast its (4, 1, 3) against a (4, 3), it was told to sum axes
+    ("needle", "reshape-gradient-unchanged"): {"reshape-not-undone"},
 }
 
 

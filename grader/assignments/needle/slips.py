@@ -8,6 +8,7 @@ first line. A detector reads only what the verdict has (`grader.verdict.diagnose
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,15 @@ def _gradients(evidence: Any, reason: str) -> list[Any]:
 
 def _op(evidence: Any) -> str:
     return evidence.diagnosis.blame or SOME_RULE
+
+
+def reshape_not_undone(evidence: Any) -> dict[str, str] | None:
+    """Reshape's rule, blamed, left a gradient of another shape than its input's: it did not
+    reshape out_grad back (summing or broadcasting, which the shape slips below advise, is
+    not its fix: a reshape moves no number)."""
+    if evidence.diagnosis.blame == "Reshape" and _gradients(evidence, "shape"):
+        return {"op": "Reshape"}
+    return None
 
 
 def not_reduced(evidence: Any) -> dict[str, str] | None:
@@ -401,11 +411,18 @@ def _shape_error_in(evidence: Any, op_class: str) -> list[tuple[int, int]]:
     """When `op_class`'s gradient rule raised NumPy's shape error (a reshape or a broadcast
     that cannot be done), each of the case's `op_class` nodes as (its input's ndim, its own
     ndim), from PyTorch's run; else nothing."""
-    failure, tape = evidence.failure, evidence.tape
+    failure = evidence.failure
     if failure is None or failure.type != "ValueError" or failure.rule != f"{op_class}.gradient":
         return []
+    value = evidence.value
+    return [(np.ndim(value(evidence.inputs(i)[0])), np.ndim(value(i))) for i in _nodes_of(evidence, op_class)]
+
+
+def _nodes_of(evidence: Any, op_class: str) -> list[int]:
+    """The case's one-input nodes of `op_class`."""
+    tape = evidence.tape
     return [
-        (np.ndim(evidence.value(evidence.inputs(i)[0])), np.ndim(evidence.value(i)))
+        i
         for i, step in enumerate(tape.steps)
         if len(evidence.inputs(i)) == 1 and op_class in (step.op, tape.hints.op_class(step.op, step.inputs))
     ]
@@ -418,10 +435,19 @@ def broadcast_from_the_left(evidence: Any) -> dict[str, str] | None:
     return {"op": "BroadcastTo"} if added else None
 
 
+#: NumPy's words when a reshape cannot be done, with the size of what was reshaped
+RESHAPED = re.compile(r"cannot reshape array of size (\d+)")
+
+
 def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
     """Summation's gradient raised a shape error on a sum over several axes: it made fewer
-    than all of them size 1 again before broadcasting back."""
+    than all of them size 1 again before broadcasting back. Not where what it reshaped
+    (out_grad) had another size than any Summation's output: the gradient it was given was
+    wrong already (a Reshape rule upstream that left its out_grad unchanged)."""
     several = any(before - after > 1 for before, after in _shape_error_in(evidence, "Summation"))
+    reshaped = RESHAPED.search(evidence.failure.message) if several else None
+    if reshaped is not None:
+        several = int(reshaped[1]) in {np.size(evidence.value(i)) for i in _nodes_of(evidence, "Summation")}
     return {"op": "Summation"} if several else None
 
 
@@ -448,6 +474,12 @@ SLIPS = (
         "node; this is a topological order, but another one",
         inputs_out_of_order,
         blame="find_topo_sort",
+    ),
+    Slip(
+        "reshape-not-undone",
+        "{op}'s gradient must have its input's shape: reshape out_grad back to it "
+        "(node.inputs[0].shape); a reshape moves no number, so nothing is summed or broadcast",
+        reshape_not_undone,
     ),
     Slip(
         "not-reduced",

@@ -97,6 +97,14 @@ BUGS = [
         slip=("local derivative alone", "multiply it by out_grad"),
     ),
     Bug(
+        "reshape-gradient-unchanged",
+        "Reshape's gradient returns out_grad as it came, in the output's shape",
+        [(OPS, "        return reshape(out_grad, node.inputs[0].shape)\n", "        return out_grad\n")],
+        caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
+        says=("Reshape",),
+        slip=("reshape out_grad back",),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
@@ -375,7 +383,7 @@ BUGS = [
         ],
         caught_by=["test_op_gradients::op_gradient[Reshape]", "test_reshape_transpose::reshape[merge]"],
         says=("Reshape", "a gradient must have its input's shape"),
-        slip=("input's shape",),
+        slip=("reshape out_grad back",),
     ),
     Bug(
         "relu-gradient-at-zero",
