@@ -267,16 +267,25 @@ def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-#: a scalar op whose rule used the scalar the other way round: what it did, and the fix
+#: an op whose rule multiplies out_grad where it must divide, or the other way round: what
+#: it did, by what, and the fix
 INVERTED = {
-    "DivScalar": dict(did="multiplies", form="a / c", derivative="1 / c", fix="out_grad / self.scalar"),
-    "MulScalar": dict(did="divides", form="a * c", derivative="c", fix="out_grad * self.scalar"),
+    "DivScalar": dict(
+        did="multiplies", by="the scalar", form="a / c", derivative="1 / c", fix="out_grad / self.scalar"
+    ),
+    "MulScalar": dict(
+        did="divides", by="the scalar", form="a * c", derivative="c", fix="out_grad * self.scalar"
+    ),
+    "Log": dict(
+        did="multiplies", by="its input a", form="log(a)", derivative="1 / a", fix="out_grad / node.inputs[0]"
+    ),
 }
 
 
-def scalar_inverted(evidence: Any) -> dict[str, str] | None:
-    """DivScalar's gradient multiplied out_grad by the scalar c (MulScalar's divided it): it
-    gave g * c where PyTorch's is g / c, or the other way round, so the two multiply to g**2."""
+def inverted(evidence: Any) -> dict[str, str] | None:
+    """DivScalar's gradient multiplied out_grad by the scalar c (MulScalar's divided it, Log's
+    multiplied by its input): it gave g * c where PyTorch's is g / c, or the other way round,
+    so the two multiply to g**2."""
     for op, _, _, g, e, a in _rules(evidence):
         g, e, a = (np.reshape(v, -1) for v in (g, e, a))
         if op in INVERTED and g.size == e.size == a.size and _same(a * e, g * g) and not _same(a, e):
@@ -566,10 +575,9 @@ SLIPS = (
         gradients_swapped,
     ),
     Slip(
-        "scalar-inverted",
-        "{op}'s gradient {did} out_grad by the scalar: the derivative of {form} in a is {derivative} "
-        "(`{fix}`)",
-        scalar_inverted,
+        "inverted",
+        "{op}'s gradient {did} out_grad by {by}: the derivative of {form} in a is {derivative} (`{fix}`)",
+        inverted,
         blame="{op}",
     ),
     Slip(

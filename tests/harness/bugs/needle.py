@@ -105,6 +105,14 @@ BUGS = [
         slip=("reshape out_grad back",),
     ),
     Bug(
+        "log-multiplies",
+        "Log's gradient multiplies out_grad by its input where the derivative divides by it",
+        [(OPS, "        return out_grad / node.inputs[0]\n", "        return out_grad * node.inputs[0]\n")],
+        caught_by=["test_op_gradients::op_gradient[Log]", "test_ops::op_backward[log]"],
+        says=("Log",),
+        slip=("multiplies out_grad by its input", "1 / a"),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
