@@ -351,6 +351,27 @@ def topological_order(evidence: Any) -> dict[str, str] | None:
     return {}
 
 
+def rule_run_again(evidence: Any) -> dict[str, str] | None:
+    """The rules are right, and in the first backward() call that went wrong, the first one
+    (no earlier call's gradients to carry over), a node's gradient is a whole multiple (2,
+    3, ...) of PyTorch's while every node that uses it has its right gradient: a closure that
+    sends it its gradient ran more than once (a sort without `visited` lists a node once per
+    path to it)."""
+    i, tape = evidence.diagnosis.wrong, evidence.at_pass
+    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual or tape.pass_index:
+        return None
+    got, should = tape.actual[i]["grad"], tape.expected[i]["grad"]
+    if got is None or should is None or _same(should.array(), 0.0):
+        return None
+    times = float(got.array().reshape(-1)[0] / should.array().reshape(-1)[0])
+    if times < 1.5 or not _same(times, round(times)):
+        return None
+    users = tape.consumers(i)
+    if not users or any(tape.differs(j, "grad") for j in users):
+        return None
+    return {"node": tape.name(i), "times": str(round(times))}
+
+
 def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
     """A detached node and the node it detaches from ended with one gradient, where they
     should have two: they are one Value (detach() returned the node itself)."""
@@ -477,6 +498,14 @@ SLIPS = (
         "backward() runs the closures in topological order (inputs first): run them in reverse, "
         "from the output, so a node's gradient is complete before its own closure reads it",
         topological_order,
+        replaces=(hints.ORDER,),
+    ),
+    Slip(
+        "rule-run-again",
+        "backward() ran a closure more than once ({node} got {times} times its gradient): the sort "
+        "must list each node once (a `visited` set, checked before going down into a node), and "
+        "backward() run each node's _backward once",
+        rule_run_again,
         replaces=(hints.ORDER,),
     ),
     Slip(

@@ -283,6 +283,21 @@ BUGS = [
         slip=("from zero",),
     ),
     Bug(
+        "topo-without-visited",
+        "backward()'s sort never checks `visited`: a node is listed once per path to it, and its "
+        "closure runs as many times",
+        [
+            (
+                ENGINE,
+                "                if child not in visited:  # go down into the first input not visited yet\n",
+                "                if True:  # go down into every input, visited or not\n",
+            )
+        ],
+        caught_by=["test_accumulation::reverse_topological_order", "test_hidden_graph::hidden_triple_use"],
+        says=("from backward()", "right on their own"),
+        slip=("more than once", "visited"),
+    ),
+    Bug(
         "recursive-topo",
         "backward() sorts the graph recursively: RecursionError on deep graphs",
         [(ENGINE, ITERATIVE_TOPO, RECURSIVE_TOPO)],
