@@ -120,6 +120,26 @@ def no_chain_rule(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def wrong_sign(evidence: Any) -> dict[str, str] | None:
+    """The rule sent PyTorch's contribution with its sign flipped (`-=` for `+=`, or a lost
+    minus): probed alone, and in the case."""
+    for i, op, e, a in _wrong_rules(evidence):
+        if _same(a, -e) and not _same(e, 0.0) and not _case_contradicts(evidence, i, _times(-1.0)):
+            return {"op": op}
+    return None
+
+
+def log_multiplies(evidence: Any) -> dict[str, str] | None:
+    """log's rule multiplied out.grad by x where its derivative divides by it: what it sent
+    times PyTorch's is out.grad squared; probed alone, and in the case."""
+    for i, op, e, a in _wrong_rules(evidence):
+        x = evidence.value(evidence.inputs(i)[0])
+        if op == "log" and not _same(np.abs(x), 1.0) and _same(a * e, PROBE_GRAD**2):
+            if not _case_contradicts(evidence, i, _times(x * x)):
+                return {"op": op}
+    return None
+
+
 #: op -> (its derivative from its input x and output y, the same with x and y mixed up)
 DERIVATIVES = {
     "exp": (lambda x, y: y, [lambda x, y: x]),
@@ -454,6 +474,11 @@ SLIPS = (
         output_for_input,
     ),
     Slip(
+        "log-multiplies",
+        "{op}'s rule multiplies out.grad by x where its derivative divides by it: d(log x)/dx = 1 / x",
+        log_multiplies,
+    ),
+    Slip(
         "relu-passes-negative",
         "relu's rule sends a gradient back to an input below 0: relu is flat there (its slope is "
         "1 where the input is above 0 and 0 elsewhere), so its rule passes out.grad on only "
@@ -559,6 +584,12 @@ SLIPS = (
         "output can take any value, negative ones too",
         last_layer_relu,
         blame="mlp",
+    ),
+    Slip(
+        "wrong-sign",
+        "{op}'s rule sends its contribution with the wrong sign: a minus sign is lost, or one too "
+        "many (`-=` for `+=`)",
+        wrong_sign,
     ),
     Slip(
         "adds-nothing",

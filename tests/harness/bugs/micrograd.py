@@ -172,6 +172,35 @@ BUGS = [
         says=("wrong gradient from pow",),
     ),
     Bug(
+        "log-multiplies",
+        "log's rule multiplies out.grad by x where its derivative divides by it",
+        [
+            (
+                ENGINE,
+                "            self.grad += (1.0 / self.data) * out.grad\n",
+                "            self.grad += self.data * out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[log*]", "test_hidden_ops::hidden_rule[log-ten]"],  # (at 1, x is 1 / x)
+        says=("log",),
+        slip=("multiplies out.grad by x", "1 / x"),
+    ),
+    Bug(
+        "sigmoid-wrong-sign",
+        "sigmoid's rule subtracts its contribution (`-=`)",
+        [
+            (
+                ENGINE,
+                "            self.grad += out.data * (1.0 - out.data) * out.grad\n",
+                "            self.grad -= out.data * (1.0 - out.data) * out.grad\n",
+            )
+        ],
+        # (saturated, its slope is 0 either way)
+        caught_by=["test_ops::rule[sigmoid]", "test_hidden_ops::hidden_rule[sigmoid-zero]"],
+        says=("sigmoid",),
+        slip=("wrong sign",),
+    ),
+    Bug(
         "tanh-no-square",
         "tanh's rule is 1 - tanh(x) instead of 1 - tanh(x)**2",
         [(ENGINE, "(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")],
