@@ -244,9 +244,14 @@ ONLY_SLIPS = {
     ("needle", "exp-without-out-grad"): {"no-chain-rule"},
     # where backward's sum broadcast its (4, 1, 3) against a (4, 3), it was told to sum axes
     ("needle", "reshape-gradient-unchanged"): {"reshape-not-undone"},
+    # its sort listed a node twice: told "a node before one of its inputs"
+    ("needle", "topo-without-visited"): {"listed-again", "adjoints-added-again"},
 }
 
 
+# a case timed out in process may have its alarm ring inside a __del__ (needle's Tensor's),
+# where Python only prints the exception; it rings again (`hang._alarm`), and the case times out
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize(("assignment", "name"), sorted(ONLY_SLIPS))
 def test_no_message_names_a_slip_the_bug_did_not_make(assignment, name, oracle, tmp_path):
     """A slip's line says what the student did wrong: where it is not what they did, it sends

@@ -38,6 +38,14 @@ def _is_topological(evidence: Any, order: list[int]) -> bool:
     )
 
 
+def listed_again(evidence: Any) -> dict[str, str] | None:
+    """A node is listed more than once: the search went down into a node it had placed
+    already (no `visited` check), once per path to it."""
+    if any(len(set(got)) < len(got) for _, got in _orders(evidence)):
+        return {}
+    return None
+
+
 def node_before_inputs(evidence: Any) -> dict[str, str] | None:
     """A node is listed before one of its inputs: not a topological order at all."""
     if any(not _is_topological(evidence, got) for _, got in _orders(evidence)):
@@ -386,6 +394,28 @@ def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     return {} if evidence.single_adjoint(i) else None
 
 
+def adjoints_added_again(evidence: Any) -> dict[str, str] | None:
+    """The rules that send a node its partial adjoints are right, every node that uses it has
+    its right gradient, and its own gradient is a whole multiple (2, 3, ...) of PyTorch's:
+    backward added its consumers' adjoints more than once (it processed them more than once:
+    a sort that lists a node once per path to it)."""
+    i, tape = evidence.diagnosis.wrong, evidence.tape
+    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
+        return None
+    got, should = tape.actual[i].get("grad"), tape.expected[i].get("grad")
+    if got is None or should is None or got.shape != should.shape:
+        return None
+    g, e = got.array().reshape(-1), should.array().reshape(-1)
+    k = np.abs(e).argmax()
+    times = float(g[k] / e[k]) if e[k] != 0 else 0.0
+    if times < 1.5 or not _same(times, round(times)) or not _same(g, e * round(times)):
+        return None
+    users = tape.consumers(i)
+    if not users or any(tape.differs(j, "grad") for j in users):
+        return None
+    return {"node": tape.name(i), "times": str(round(times))}
+
+
 def _not_differentiable(evidence: Any, found: float, right: bool = False) -> dict[str, str] | None:
     """The op whose gradient rule, its result differentiated again, the tape's
     `differentiable` entry says `found` of (the first in tape order); with `right`, only one
@@ -461,6 +491,13 @@ def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
 
 
 SLIPS = (
+    Slip(
+        "listed-again",
+        "find_topo_sort lists a node more than once (once per path to it): mark each node visited "
+        "when the search first reaches it, and skip it after",
+        listed_again,
+        blame="find_topo_sort",
+    ),
     Slip(
         "node-before-inputs",
         "find_topo_sort lists a node before one of its inputs: append each node after its inputs, "
@@ -599,6 +636,15 @@ SLIPS = (
         "it must collect every op's partial adjoint (a list per node) and add them up",
         last_adjoint_kept,
         blame="backward",
+    ),
+    Slip(
+        "adjoints-added-again",
+        "backward added the partial adjoints of {node} more than once ({times} times its gradient): "
+        "process each node once, in the order find_topo_sort gives, which lists each node once",
+        adjoints_added_again,
+        blame="backward",
+        # where the sort's own cases find a node listed twice, the sort is what is wrong
+        behind="listed-again",
     ),
     Slip(
         "gradient-in-numpy",

@@ -113,6 +113,21 @@ BUGS = [
         slip=("multiplies out_grad by its input", "1 / a"),
     ),
     Bug(
+        "topo-without-visited",
+        "find_topo_sort never checks `visited`: a node is listed once per path to it, and backward "
+        "adds its consumers' adjoints as many times",
+        [
+            (
+                AUTOGRAD,
+                "                if inp not in visited:  # go down into the first input not visited yet\n",
+                "                if True:  # go down into every input, visited or not\n",
+            )
+        ],
+        caught_by=["test_topo::topo_diamond", "test_broadcast::broadcast_twice"],
+        says=("more than once",),
+        slip=("more than once",),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
