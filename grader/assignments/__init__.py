@@ -17,6 +17,7 @@ runs beside student code; an oracle module is imported only when trusted code as
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,29 @@ def unhashable(node_class: str, line: str) -> Slip:
     the TypeError surfaces where the first set of nodes is made, and the __eq__ is at fault."""
     detect = raised("TypeError", f"unhashable type: '{node_class}'")
     return Slip("unhashable-node", line, detect, blame=f"{node_class}.__eq__")
+
+
+def repeated(evidence: Any, tape: Any) -> dict[str, str] | None:
+    """A slip's detector: the rules are right (backward is blamed), every node that uses the
+    wrong node has its right gradient, and the wrong node's is a whole multiple (2, 3, ...)
+    of PyTorch's: what its consumers sent was added more than once (a sort without `visited`
+    lists a node once per path to it). `tape`: the tape, or one backward() call's view of it.
+    Fields: the node and the multiple."""
+    i = evidence.diagnosis.wrong
+    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
+        return None
+    got, should = tape.actual[i].get("grad"), tape.expected[i].get("grad")
+    if got is None or should is None or got.shape != should.shape or not any(should.data):
+        return None
+    k = max(range(len(should.data)), key=lambda j: abs(should.data[j]))
+    times = round(got.data[k] / should.data[k])
+    pairs = zip(got.data, should.data, strict=True)
+    if times < 2 or not all(math.isclose(g, e * times, rel_tol=1e-6, abs_tol=1e-9) for g, e in pairs):
+        return None
+    users = tape.consumers(i)
+    if not users or any(tape.differs(j, "grad") for j in users):
+        return None
+    return {"node": tape.name(i), "times": str(times)}
 
 
 def get(name: str) -> Assignment:

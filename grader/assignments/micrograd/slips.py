@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip, raised, unhashable
+from grader.assignments import Slip, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
 from grader.case.trace import NodeRef
@@ -372,24 +372,10 @@ def topological_order(evidence: Any) -> dict[str, str] | None:
 
 
 def rule_run_again(evidence: Any) -> dict[str, str] | None:
-    """The rules are right, and in the first backward() call that went wrong, the first one
-    (no earlier call's gradients to carry over), a node's gradient is a whole multiple (2,
-    3, ...) of PyTorch's while every node that uses it has its right gradient: a closure that
-    sends it its gradient ran more than once (a sort without `visited` lists a node once per
-    path to it)."""
-    i, tape = evidence.diagnosis.wrong, evidence.at_pass
-    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual or tape.pass_index:
-        return None
-    got, should = tape.actual[i]["grad"], tape.expected[i]["grad"]
-    if got is None or should is None or _same(should.array(), 0.0):
-        return None
-    times = float(got.array().reshape(-1)[0] / should.array().reshape(-1)[0])
-    if times < 1.5 or not _same(times, round(times)):
-        return None
-    users = tape.consumers(i)
-    if not users or any(tape.differs(j, "grad") for j in users):
-        return None
-    return {"node": tape.name(i), "times": str(round(times))}
+    """A closure ran more than once (`repeated`), seen in the first backward() call that
+    went wrong, where it is the first call: no earlier call's gradients to carry over."""
+    tape = evidence.at_pass
+    return None if tape.pass_index else repeated(evidence, tape)
 
 
 def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:

@@ -25,6 +25,7 @@ from grader.assignments.needle.backend import (
     fixed_out_grad,
     flag,
     indices,
+    on_leaves,
     parts_quantity,
     quantity,
 )
@@ -535,9 +536,8 @@ class NeedleBackend(TensorBackend):
         rows = []
         try:
             for op, inputs in parts:
-                leaves = [self.Tensor(x, requires_grad=True) for x in inputs if isinstance(x, np.ndarray)]
-                given = iter(leaves)
-                out = self.ops[op](*(next(given) if isinstance(x, np.ndarray) else x for x in inputs))
+                args, leaves = on_leaves(inputs, lambda x: self.Tensor(x, requires_grad=True))
+                out = self.ops[op](*args)
                 grad = fixed_out_grad(_data(out).shape).astype(_data(out).dtype)
                 rows.append(np.concatenate([g.reshape(-1) for g in self._local_grads(out, leaves, grad)]))
         except Exception:  # the rule probe of the whole says what is wrong with it

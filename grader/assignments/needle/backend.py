@@ -29,7 +29,7 @@ Results leave as `Quantity`s: plain numbers with the dtype the tensor holds.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,13 @@ def compound_parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | No
         with np.errstate(divide="ignore"):
             return [("power_scalar", [a, -1]), ("mul_scalar", [np.asarray(a**-1.0), s])]
     return None
+
+
+def on_leaves(inputs: list[Any], leaf: Callable[[np.ndarray], Any]) -> tuple[list[Any], list[Any]]:
+    """A part's inputs with each array made a leaf by `leaf` (its constants as they are):
+    (the arguments, the leaves)."""
+    args = [leaf(x) if isinstance(x, np.ndarray) else x for x in inputs]
+    return args, [a for a, x in zip(args, inputs, strict=True) if isinstance(x, np.ndarray)]
 
 
 def parts_quantity(rows: list[np.ndarray], dtype: str) -> Quantity:

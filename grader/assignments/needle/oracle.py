@@ -32,6 +32,7 @@ from grader.assignments.needle.backend import (
     fixed_out_grad,
     flag,
     indices,
+    on_leaves,
     parts_quantity,
     quantity,
 )
@@ -392,10 +393,9 @@ class TorchTensorBackend(TensorBackend):
             return None
         rows = []
         for op, inputs in parts:
-            leaves = [torch.tensor(x, requires_grad=True) for x in inputs if isinstance(x, np.ndarray)]
-            given = iter(leaves)
+            args, leaves = on_leaves(inputs, lambda x: torch.tensor(x, requires_grad=True))
             with torch.enable_grad():
-                out = self.ops[op](*(next(given) if isinstance(x, np.ndarray) else x for x in inputs))
+                out = self.ops[op](*args)
                 grad = torch.tensor(fixed_out_grad(tuple(out.shape)), dtype=out.dtype)
                 found = torch.autograd.grad(out, leaves, grad, allow_unused=True)
             pairs = zip(leaves, found, strict=True)

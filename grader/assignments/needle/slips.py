@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import SOME_RULE, Slip, raised, unhashable
+from grader.assignments import SOME_RULE, Slip, raised, repeated, unhashable
 from grader.assignments.needle import hints
 from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND
 
@@ -395,25 +395,9 @@ def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
 
 
 def adjoints_added_again(evidence: Any) -> dict[str, str] | None:
-    """The rules that send a node its partial adjoints are right, every node that uses it has
-    its right gradient, and its own gradient is a whole multiple (2, 3, ...) of PyTorch's:
-    backward added its consumers' adjoints more than once (it processed them more than once:
-    a sort that lists a node once per path to it)."""
-    i, tape = evidence.diagnosis.wrong, evidence.tape
-    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
-        return None
-    got, should = tape.actual[i].get("grad"), tape.expected[i].get("grad")
-    if got is None or should is None or got.shape != should.shape:
-        return None
-    g, e = got.array().reshape(-1), should.array().reshape(-1)
-    k = np.abs(e).argmax()
-    times = float(g[k] / e[k]) if e[k] != 0 else 0.0
-    if times < 1.5 or not _same(times, round(times)) or not _same(g, e * round(times)):
-        return None
-    users = tape.consumers(i)
-    if not users or any(tape.differs(j, "grad") for j in users):
-        return None
-    return {"node": tape.name(i), "times": str(round(times))}
+    """backward added a node's partial adjoints more than once (`repeated`): it processed its
+    consumers more than once."""
+    return repeated(evidence, evidence.tape)
 
 
 def _not_differentiable(evidence: Any, found: float, right: bool = False) -> dict[str, str] | None:
