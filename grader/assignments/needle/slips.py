@@ -275,6 +275,20 @@ def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def power_off_by_one(evidence: Any) -> dict[str, str] | None:
+    """PowerScalar's gradient took a to the power n (or n - 2) where the derivative has
+    n - 1: what it sent is PyTorch's times a (or over a), away from 0 and from +-1."""
+    for op, x, _, _, e, a in _rules(evidence):
+        x, e, a = (np.reshape(v, -1) for v in (x, e, a))
+        if op != "PowerScalar" or not x.size == e.size == a.size:
+            continue
+        away = ~np.isclose(np.abs(x), 0.0) & ~np.isclose(np.abs(x), 1.0)  # (there, a * x tells nothing)
+        x, e, a = x[away], e[away], a[away]
+        if x.size and (_same(a, e * x) or _same(a * x, e)) and not _same(a, e):
+            return {"op": op}
+    return None
+
+
 #: an op whose rule multiplies out_grad where it must divide, or the other way round: what
 #: it did, by what, and the fix
 INVERTED = {
@@ -594,6 +608,12 @@ SLIPS = (
         "{op}'s gradient gives each input the other's gradient: the i-th gradient returned is "
         "for node.inputs[i] (for a * b: out_grad * b for a, then out_grad * a for b)",
         gradients_swapped,
+    ),
+    Slip(
+        "power-off-by-one",
+        "{op}'s gradient takes a to the wrong power: the derivative of a**n is n * a**(n - 1)",
+        power_off_by_one,
+        blame="{op}",
     ),
     Slip(
         "inverted",

@@ -128,6 +128,20 @@ BUGS = [
         slip=("more than once",),
     ),
     Bug(
+        "power-scalar-off-by-one",
+        "PowerScalar's gradient takes a to the power n where the derivative has n - 1",
+        [
+            (
+                OPS,
+                "        return out_grad * power_scalar(a, self.scalar - 1) * self.scalar\n",
+                "        return out_grad * power_scalar(a, self.scalar) * self.scalar\n",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[PowerScalar]", "test_ops::op_backward[pow_scalar]"],
+        says=("PowerScalar",),
+        slip=("wrong power", "n * a**(n - 1)"),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
