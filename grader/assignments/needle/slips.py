@@ -290,17 +290,11 @@ def power_off_by_one(evidence: Any) -> dict[str, str] | None:
 
 
 #: an op whose rule multiplies out_grad where it must divide, or the other way round: what
-#: it did, by what, and the fix
+#: it did, by what, and its derivative (the math, not the line of code: the message is a hint)
 INVERTED = {
-    "DivScalar": dict(
-        did="multiplies", by="the scalar", form="a / c", derivative="1 / c", fix="out_grad / self.scalar"
-    ),
-    "MulScalar": dict(
-        did="divides", by="the scalar", form="a * c", derivative="c", fix="out_grad * self.scalar"
-    ),
-    "Log": dict(
-        did="multiplies", by="its input a", form="log(a)", derivative="1 / a", fix="out_grad / node.inputs[0]"
-    ),
+    "DivScalar": dict(did="multiplies", by="the scalar", form="a / c", derivative="1 / c"),
+    "MulScalar": dict(did="divides", by="the scalar", form="a * c", derivative="c"),
+    "Log": dict(did="multiplies", by="its input a", form="log(a)", derivative="1 / a"),
 }
 
 
@@ -521,8 +515,8 @@ SLIPS = (
     ),
     Slip(
         "reshape-not-undone",
-        "{op}'s gradient must have its input's shape: reshape out_grad back to it "
-        "(node.inputs[0].shape); a reshape moves no number, so nothing is summed or broadcast",
+        "{op}'s gradient must have its input's shape: reshape out_grad back to the input's shape; "
+        "a reshape moves no number, so nothing is summed or broadcast",
         reshape_not_undone,
     ),
     Slip(
@@ -617,7 +611,7 @@ SLIPS = (
     ),
     Slip(
         "inverted",
-        "{op}'s gradient {did} out_grad by {by}: the derivative of {form} in a is {derivative} (`{fix}`)",
+        "{op}'s gradient {did} out_grad by {by}: the derivative of {form} in a is {derivative}",
         inverted,
         blame="{op}",
     ),
