@@ -352,10 +352,9 @@ def _wrong_rule_inside(tape: Tape, i: int) -> Diagnosis | None:
         return _backward_inside(tape, i, ops, value)
     j = wrong[0]
     name, probed = _op(tape, j), tape.expression(j)
-    parts = _parts_run(tape, j)
-    wrong_parts = tape.wrong_parts(j) if parts else []
-    if wrong_parts:  # inside a compound (`a - b`), the part whose rule is wrong (Negate)
-        name, text = parts[wrong_parts[0]]
+    k = _wrong_part(tape, j)
+    if k is not None:  # inside a compound (`a - b`), the part whose rule is wrong (Negate)
+        name, text = _parts_run(tape, j)[k]
         probed = f"{text.format(*(tape.arg(r) for r in tape.steps[j].inputs))}, inside {tape.expression(j)}"
     message = (
         f"wrong gradient from {name}: its rule, probed alone on {probed}, differs from "
@@ -601,9 +600,9 @@ def _explain_op(tape: Tape, i: int, j: int, got: str, tail: str = "") -> Diagnos
     inside = _mlp_rule(tape, i, got) if tape.steps[j].op == "mlp" else None
     if inside is not None:
         return inside
-    parts = tape.wrong_parts(j) if _parts_run(tape, j) else []
-    if parts:
-        return _explain_part(tape, i, j, parts[0], got, tail)
+    k = _wrong_part(tape, j)
+    if k is not None:
+        return _explain_part(tape, i, j, k, got, tail)
     message = (
         f"wrong gradient from {_op(tape, j)}: {tape.expression(j)}\n"
         f"  inputs: {_inputs(tape, j)}"
@@ -665,11 +664,17 @@ def _parts_run(tape: Tape, j: int) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _wrong_part(tape: Tape, j: int) -> int | None:
+    """The first part of node j's composite op (an index into `_parts_run`) whose rule,
+    probed alone, is wrong; None if none is, or the op is no composite."""
+    found = tape.wrong_parts(j) if _parts_run(tape, j) else []
+    return found[0] if found else None
+
+
 def _culprit(tape: Tape, j: int) -> str:
     """The primitive whose rule makes node j's gradient wrong (inside a composite, its part)."""
-    run = _parts_run(tape, j)
-    parts = tape.wrong_parts(j) if run else []
-    return run[parts[0]][0] if parts else tape.steps[j].op
+    k = _wrong_part(tape, j)
+    return _parts_run(tape, j)[k][0] if k is not None else tape.steps[j].op
 
 
 def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnosis:
