@@ -393,9 +393,10 @@ def pow_exponent_without_log(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def last_adjoint_kept(evidence: Any) -> dict[str, str] | None:
+def one_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
-    is one of those adjoints, not their sum: backward kept one (the last it stored)."""
+    is one of those adjoints, not their sum: backward kept one (the last it stored, or the
+    first)."""
     i = evidence.diagnosis.wrong
     if evidence.diagnosis.blame != "backward" or i is None:
         return None
@@ -629,10 +630,10 @@ SLIPS = (
         wrong_sign,
     ),
     Slip(
-        "last-adjoint-kept",
-        "backward keeps only the last partial adjoint a node receives, overwriting the others: "
-        "it must collect every op's partial adjoint (a list per node) and add them up",
-        last_adjoint_kept,
+        "one-adjoint-kept",
+        "backward keeps only one of the partial adjoints a node receives, not their sum: it must "
+        "collect every op's partial adjoint (a list per node) and add them up",
+        one_adjoint_kept,
         blame="backward",
     ),
     Slip(
@@ -687,5 +688,27 @@ SLIPS = (
         blame="backward",
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError", at=("backward", "find_topo_sort"))),
+    Slip(
+        "leaf-rule-asked",
+        "backward asks a leaf for its gradient rule, and a leaf has no op (its op is None): a leaf "
+        "only receives its gradient; pass partial adjoints on from the nodes made by an op alone",
+        raised("AttributeError", "'NoneType' object has no attribute 'gradient", at=("backward",)),
+        blame="backward",
+    ),
+    Slip(
+        "tensor-for-a-tuple",
+        "backward iterates over a single Tensor where it needs a tuple or a list: an op with one "
+        "input returns one Tensor from `gradient` (`gradient_as_tuple` always returns a tuple), and "
+        "a node's partial adjoints belong in a list, even when there is one",
+        raised("TypeError", "'Tensor' object is not iterable", at=("backward",)),
+        blame="backward",
+    ),
+    Slip(
+        "adjoint-not-in-a-list",
+        "backward hands sum_node_list a single Tensor: keep each node's partial adjoints in a list, "
+        "even when there is one, and sum the list",
+        raised("TypeError", "reduce() arg 2 must support iteration", at=("sum_node_list",)),
+        blame="backward",
+    ),
     unhashable("Tensor", hints.UNHASHABLE),
 )

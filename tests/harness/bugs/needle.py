@@ -209,7 +209,51 @@ BUGS = [
         ],
         caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
         says=("partial adjoints",),
-        slip=("only the last partial adjoint", "add them up"),
+        slip=("only one of the partial adjoints", "add them up"),
+    ),
+    Bug(
+        "first-adjoint-kept",
+        "backward keeps the first partial adjoint a node receives and drops the others",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        node.grad = node_to_output_grads_list[node][0]\n",
+            )
+        ],
+        caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
+        says=("partial adjoints",),
+        slip=("only one of the partial adjoints", "add them up"),
+    ),
+    Bug(
+        "leaf-rule-asked",
+        "backward asks every node for its op's gradient, leaves too, whose op is None",
+        [(AUTOGRAD, "        if node.is_leaf():\n            continue\n", "")],
+        caught_by=["test_composite::diamond", "test_broadcast::*"],
+        says=("AttributeError", "compute_gradient_of_variables"),
+        slip=("a leaf has no op", "only receives its gradient"),
+    ),
+    Bug(
+        "gradient-not-as-tuple",
+        "backward zips a node's inputs with `gradient`, which returns one Tensor for a one-input op",
+        [(AUTOGRAD, "node.op.gradient_as_tuple(node.grad, node)", "node.op.gradient(node.grad, node)")],
+        caught_by=["test_composite::diamond", "test_broadcast::*"],
+        says=("TypeError", "compute_gradient_of_variables"),
+        slip=("iterates over a single Tensor", "gradient_as_tuple"),
+    ),
+    Bug(
+        "adjoint-not-in-a-list",
+        "backward stores a node's partial adjoint alone, not in a list, for sum_node_list to add",
+        [
+            (
+                AUTOGRAD,
+                "            node_to_output_grads_list.setdefault(inp, []).append(grad)\n",
+                "            node_to_output_grads_list[inp] = grad\n",
+            )
+        ],
+        caught_by=["test_composite::diamond", "test_broadcast::*"],
+        says=("TypeError", "sum_node_list"),
+        slip=("hands sum_node_list a single Tensor", "in a list"),
     ),
     Bug(
         "topo-pre-order",
