@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignments.micrograd import MARKERS, OPS
-from grader.assignments.micrograd.backend import Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd.backend import WRAPPED_SEED, Model, ScalarBackend, mlp_weights
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -290,11 +290,15 @@ class MicrogradBackend(ScalarBackend):
     def run_rule(self, out: Any, out_grad: float, inputs: list[Any]) -> None:
         """Run the rules of every node the op created, from `out` back to `inputs`. The
         nodes inside the op start from zero, as backward() starts the interior nodes: run
-        twice, only the inputs add up."""
+        twice, only the inputs add up. The numbers it wrapped as Values (the 2 of `a * 2`)
+        start from WRAPPED_SEED: no right rule reads their gradient, and one that reads it
+        where it needs their value (`other.grad * out.grad`) then sends its input what the
+        slip's model predicts, not the 0 that an op that never set its rule sends too
+        (`slips.reads_grad`)."""
         nodes = op_nodes(out, inputs)
         for node in nodes:
             if node is not out:
-                node.grad = in_its_type(node.grad, 0.0)
+                node.grad = in_its_type(node.grad, 0.0 if _children(node) else WRAPPED_SEED)
         out.grad = in_its_type(out.grad, out_grad)
         for node in reversed(nodes):
             node._backward()

@@ -20,6 +20,11 @@ from grader.case.trace import Node, NodeRef, Step
 #: A probe runs one op's gradient rule alone: its inputs' gradients start at PROBE_SEED and
 #: the output's is PROBE_GRAD, so a rule that assigns (`=`) or ignores out.grad shows.
 PROBE_SEED, PROBE_GRAD = 0.25, 0.75
+#: and the numbers an op wraps as Values inside it (the 2 of `a * 2`) start from WRAPPED_SEED,
+#: which no case's number is, so that a rule that reads one's gradient where it needs its
+#: value shows (at PROBE_SEED, `a / 4.0`'s rule reading the gradient of 0.25 sent the right
+#: number)
+WRAPPED_SEED = 0.3819660112501051
 #: the most op nodes a tape probes: in a deeper graph, the last made (nearest the output,
 #: where the diagnosis starts looking)
 MAX_PROBES = 200

@@ -38,7 +38,10 @@ MLP_RUNS_ON = (("mul", "w * x"), ("add", "w + b"), ("relu", "relu(x) at x > 0"),
 #: the primitive ops, each written as a `_backward` closure under its forward computation
 PRIMITIVES = ("add", "mul", "pow", "relu", "exp", "log", "tanh", "sigmoid")
 
-SEED = "backward() must seed the output's gradient with 1"
+SEED = (
+    "backward() must seed the output's gradient with 1, once it has reset the interior nodes' "
+    "gradients (the output's among them)"
+)
 #: a node's gradient is the sum of what its consumers send: how that sum is made
 SUM = "each rule must add its contribution (`+=`); assigning with `=` keeps only the last one"
 #: where the rules are run in order and their contributions summed

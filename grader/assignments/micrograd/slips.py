@@ -19,7 +19,7 @@ import numpy as np
 
 from grader.assignments import Slip, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
-from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED
+from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED, WRAPPED_SEED
 from grader.case.trace import NodeRef
 
 
@@ -64,17 +64,50 @@ def assigns(evidence: Any) -> dict[str, str] | None:
 def adds_nothing(evidence: Any) -> dict[str, str] | None:
     """The rule added nothing to its inputs' gradients, where PyTorch's adds something: it
     never ran (the op did not set `out._backward`), or its body does nothing. Probed alone,
-    it added nothing; and in the case, an input that only its node uses got nothing either
-    (a wrong formula that crosses 0 at the probe's out.grad still sends the case something).
-    Last in the catalogue: a rule that reads the wrong value adds nothing where that value
-    is 0, and the slips that name such a rule come first."""
+    it added exactly nothing, wherever the case probed it (a rule that adds a little, 1e-15
+    where 1e-7 is due, runs); and in the case, an input that only its node uses got nothing
+    either (a wrong formula that crosses 0 at the probe's out.grad still sends the case
+    something). Last in the catalogue: a rule that reads the wrong value adds nothing where
+    that value is 0, and the slips that name such a rule come first."""
     tape = evidence.at_pass
     for i, op, e, a in _wrong_rules(evidence):
-        if not _same(a, 0.0) or _same(e, 0.0) or not tape.actual:
+        if np.any(a != 0.0) or _same(e, 0.0) or not tape.actual or _adds_somewhere(evidence, op):
             continue
         alone = [x for x in evidence.inputs(i) if tape.consumers(x) == [i]]
         got = [tape.actual[x].get("grad") for x in alone]
-        if any(g is not None and _same(g.array(), 0.0) for g in got):
+        if any(g is not None and not np.any(g.array() != 0.0) for g in got):
+            return {"op": op}
+    return None
+
+
+def _adds_somewhere(evidence: Any, op: str) -> bool:
+    """Did `op`'s rule, probed alone at any of the case's nodes, add something to an input?
+    Then it runs, and adds nothing only where what it reads is 0."""
+    pairs = (evidence.rule_pair(i) for i in evidence.op_nodes() if evidence.tape.steps[i].op == op)
+    return any(pair is not None and np.any(pair[1] != 0.0) for pair in pairs)
+
+
+#: what mul's rule sends an input when it multiplies by gradients where it needs the inputs'
+#: data (`other.grad * out.grad`), probed alone: the other input's seed times out.grad (a
+#: number's, in `a * 2`), and for the input updated second, the first one's seed plus that,
+#: times out.grad (both, for `a * a`)
+READS_GRAD = (
+    PROBE_SEED * PROBE_GRAD,
+    WRAPPED_SEED * PROBE_GRAD,
+    (PROBE_SEED + PROBE_SEED * PROBE_GRAD) * PROBE_GRAD,
+    PROBE_SEED * PROBE_GRAD + (PROBE_SEED + PROBE_SEED * PROBE_GRAD) * PROBE_GRAD,
+)
+
+
+def reads_grad(evidence: Any) -> dict[str, str] | None:
+    """mul's rule multiplied by an input's gradient (`other.grad`) where its derivative needs
+    the input's value (`other.data`): probed alone, an input got what the probe's seeds
+    predict, whatever the inputs' values, where PyTorch's rule sends another number."""
+    for _, op, e, a in _wrong_rules(evidence):
+        if op == "mul" and any(
+            any(_same(got, model) for model in READS_GRAD) and not _same(got, want)
+            for got, want in zip(a, e, strict=True)
+        ):
             return {"op": op}
     return None
 
@@ -576,6 +609,12 @@ SLIPS = (
         "{op}'s rule sends its contribution with the wrong sign: a minus sign is lost, or one too "
         "many (`-=` for `+=`)",
         wrong_sign,
+    ),
+    Slip(
+        "reads-grad",
+        "{op}'s rule multiplies by an input's gradient (.grad) where the derivative needs its value "
+        "(.data): d(a * b)/da is b's value, times out.grad",
+        reads_grad,
     ),
     Slip(
         "adds-nothing",

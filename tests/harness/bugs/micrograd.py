@@ -484,6 +484,28 @@ BUGS = [
         slip=("its own value", "the other input's value"),
     ),
     Bug(
+        "mul-reads-grad",
+        "mul's rule multiplies by the inputs' gradients where it needs their values: "
+        "`self.grad += other.grad * out.grad`",
+        [
+            (
+                ENGINE,
+                "            self.grad += other.data * out.grad\n"
+                "            other.grad += self.data * out.grad\n",
+                "            self.grad += other.grad * out.grad\n"
+                "            other.grad += self.grad * out.grad\n",
+            )
+        ],
+        caught_by=[
+            "test_ops::rule[mul]",
+            "test_ops::rule[mul-number]",
+            "test_ops::backward[mul]",
+            "test_composite::sanity_check",
+        ],
+        says=("wrong gradient from mul",),
+        slip=("gradient (.grad)", "needs its value (.data)"),
+    ),
+    Bug(
         "value-eq-unhashable",
         "Value defines __eq__ (by data), so Python takes its __hash__ away: no set can hold a node",
         [
