@@ -296,6 +296,18 @@ def relu_passes_negative(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def relu_output_as_slope(evidence: Any) -> dict[str, str] | None:
+    """relu's rule multiplied out.grad by relu's output (out.data) where its slope is 1:
+    probed alone at an input above 0 (not 1), it sent the output times out.grad; and in the
+    case, an input only it uses got the output times its gradient."""
+    for i, op, e, a in _wrong_rules(evidence):
+        y = float(evidence.value(i).reshape(-1)[0]) if evidence.tape.steps[i].op == "relu" else 0.0
+        if y > 0 and not _same(y, 1.0) and _same(a, PROBE_GRAD * y) and _same(e, PROBE_GRAD):
+            if not _case_contradicts(evidence, i, _times(y)):
+                return {"op": op}
+    return None
+
+
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
     """relu at exactly 0 passed the gradient on (`>= 0`): PyTorch's slope there is 0."""
     for i, op, _, a in _wrong_rules(evidence):
@@ -503,6 +515,12 @@ SLIPS = (
         "1 where the input is above 0 and 0 elsewhere), so its rule passes out.grad on only "
         "where the input is above 0",
         relu_passes_negative,
+    ),
+    Slip(
+        "relu-output-as-slope",
+        "relu's rule multiplies out.grad by relu's output (out.data); its slope is 1 where the input "
+        "is above 0, and 0 elsewhere",
+        relu_output_as_slope,
     ),
     Slip(
         "relu-slope-at-zero",

@@ -275,6 +275,15 @@ def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def relu_output_as_slope(evidence: Any) -> dict[str, str] | None:
+    """ReLU's gradient multiplied out_grad by its output (node) where its slope is 1 above 0
+    (a mask): what it sent is out_grad times the output, and an output other than 0 or 1 says so."""
+    for op, _, y, g, e, a in _rules(evidence):
+        if op == "ReLU" and _same(a, g * y) and not _same(a, e) and np.any((y != 0) & ~np.isclose(y, 1.0)):
+            return {"op": op}
+    return None
+
+
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     """PowerScalar's gradient took a to the power n (or n - 2) where the derivative has
     n - 1: what it sent is PyTorch's times a (or over a), away from 0 and from +-1."""
@@ -574,6 +583,13 @@ SLIPS = (
         "tanh-without-square",
         "Tanh's gradient uses 1 - t where the derivative is 1 - t**2 (t = node, which holds tanh(x))",
         tanh_without_square,
+        blame="{op}",
+    ),
+    Slip(
+        "relu-output-as-slope",
+        "ReLU's gradient multiplies out_grad by ReLU's output (node); its slope is 1 where the input "
+        "is above 0, and 0 elsewhere: a mask of the input, a constant",
+        relu_output_as_slope,
         blame="{op}",
     ),
     Slip(

@@ -465,6 +465,20 @@ BUGS = [
         slip=("below 0", "relu is flat there"),
     ),
     Bug(
+        "relu-output-as-slope",
+        "relu's rule multiplies out.grad by relu's output, as if its slope were its value",
+        [
+            (
+                ENGINE,
+                "            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad\n",
+                "            self.grad += out.data * out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[relu-positive]", "test_ops::backward[relu-positive]"],
+        says=("wrong gradient from relu",),
+        slip=("relu's output (out.data)", "slope is 1"),
+    ),
+    Bug(
         "mul-own-input",
         "mul's rule gives self its own value: `self.grad += self.data * out.grad`",
         [

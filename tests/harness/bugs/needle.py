@@ -481,6 +481,14 @@ BUGS = [
         slip=("slope at 0", "`a > 0`"),
     ),
     Bug(
+        "relu-gradient-times-output",
+        "ReLU's gradient multiplies out_grad by ReLU's output where its slope is a mask",
+        [(OPS, "        return out_grad * mask\n", "        return out_grad * node\n")],
+        caught_by=["test_op_gradients::op_gradient[ReLU]", "test_ops::op_backward[relu]"],
+        says=("ReLU",),
+        slip=("ReLU's output (node)", "slope is 1"),
+    ),
+    Bug(
         "log-divides-by-output",
         "Log's gradient divides by the output log(a) instead of the input a",
         [(OPS, "        return out_grad / node.inputs[0]", "        return out_grad / node")],
