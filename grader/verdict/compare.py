@@ -141,6 +141,8 @@ FINDINGS = (
     "GradientTypeError",
     "GradientCountError",
     "GradientShapeError",
+    "OutGradShapeError",
+    "SortGivenANodeError",
     "NoGradientError",
     "NotDifferentiableError",
     "NumpyOperandError",

@@ -32,6 +32,7 @@ from grader.assignments.needle.backend import (
 from grader.case.backend import OPERATORS, MissingOp
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
+from grader.case.run import function_name
 from grader.case.trace import Node, NodeRef
 
 #: the most nodes one op may build (a compound operator builds two or three)
@@ -90,6 +91,36 @@ class GradientShapeError(ValueError):
         )
 
 
+class OutGradShapeError(ValueError):
+    """backward called a gradient rule with an out_grad of another shape than the rule's node,
+    and the rule raised on it. Every rule, run alone on an out_grad of its node's shape, gives
+    its inputs' shapes, so the rule is not at fault: backward made that out_grad."""
+
+    def __init__(
+        self, op: Any, got: tuple[int, ...], want: tuple[int, ...], surfaced: BaseException, where: Any
+    ) -> None:
+        #: backward's line that called the rule: the failure's place
+        self.where = where
+        shown = f"{type(surfaced).__name__}: {surfaced}".splitlines()[0][:200]
+        super().__init__(
+            f"backward called {type(op).__name__}.gradient with an out_grad of shape {got}, where its "
+            f"node has shape {want}: a node's out_grad is its own gradient, the sum of the partial "
+            f"adjoints it received, which has the node's shape (the rule then raised {shown})"
+        )
+
+
+class SortGivenANodeError(TypeError):
+    """backward called find_topo_sort with one node, where it takes a list of them."""
+
+    def __init__(self, given: Any, where: Any) -> None:
+        #: backward's line that called the sort: the failure's place
+        self.where = where
+        super().__init__(
+            f"backward called find_topo_sort with a {type(given).__name__}, where it takes a list of "
+            "nodes (the roots to sort from), even when there is one"
+        )
+
+
 class NotDifferentiableError(ValueError):
     """A gradient rule built a result that backward cannot differentiate again."""
 
@@ -108,6 +139,8 @@ OWN_ACCOUNTS = (
     GradientTypeError,
     GradientCountError,
     GradientShapeError,
+    OutGradShapeError,
+    SortGivenANodeError,
     NoGradientError,
     NotDifferentiableError,
 )
@@ -120,6 +153,43 @@ def _data(raw: Any) -> np.ndarray:
 
 class NumpyOperandError(NotDifferentiableError):
     """A gradient rule multiplied by a NumPy array, and backward cannot differentiate that."""
+
+
+def _misshapen_out_grad(exc: BaseException) -> OutGradShapeError | None:
+    """The exception was raised inside a gradient rule that was called with an out_grad of
+    another shape than its node (the rule's frame on the traceback says what it was given):
+    the account of it, placed at the line that called the rule."""
+    caller = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        if code.co_name == "gradient" and code.co_argcount == 3:  # (self, out_grad, node), however named
+            op, out_grad, node = (frame.f_locals.get(name) for name in code.co_varnames[:3])
+            try:
+                got, want = _data(out_grad).shape, _data(node).shape
+            except Exception:
+                return None
+            return None if got == want else OutGradShapeError(op, got, want, exc, caller)
+        if code.co_name != "gradient_as_tuple":
+            caller = (Path(code.co_filename).name, tb.tb_lineno, function_name(code))
+        tb = tb.tb_next
+    return None
+
+
+def _sort_given_a_node(exc: BaseException) -> SortGivenANodeError | None:
+    """The exception was raised in find_topo_sort, called (by backward) with a node where it
+    takes a list of nodes: the account of it, placed at the line that called the sort."""
+    caller = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        if code.co_name == "find_topo_sort" and code.co_argcount == 1:
+            given = frame.f_locals.get(code.co_varnames[0])
+            named = not isinstance(given, (list, tuple)) and hasattr(given, "inputs")
+            return SortGivenANodeError(given, caller) if named and caller is not None else None
+        caller = (Path(code.co_filename).name, tb.tb_lineno, function_name(code))
+        tb = tb.tb_next
+    return None
 
 
 def _graph(root: Any) -> list[Any]:
@@ -618,7 +688,8 @@ class NeedleBackend(TensorBackend):
                 for k, (g, x) in enumerate(zip(grads, leaves, strict=True)):
                     if g.shape != _data(x).shape:
                         return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
-        return self._not_differentiable() if self._differentiates_a_gradient() else None
+        found = self._not_differentiable() if self._differentiates_a_gradient() else None
+        return found or _misshapen_out_grad(exc) or _sort_given_a_node(exc)
 
     def _not_differentiable(self) -> NotDifferentiableError | None:
         """A case that differentiates a gradient raised: a rule whose result backward cannot

@@ -256,6 +256,38 @@ BUGS = [
         slip=("hands sum_node_list a single Tensor", "in a list"),
     ),
     Bug(
+        "backward-passes-its-out-grad",
+        "backward calls every rule with its own out_grad (the output's) where a node's gradient is due",
+        [
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(out_grad, node)",
+            )
+        ],
+        caught_by=[
+            "test_broadcast::broadcast_gradient[stretch-last]",
+            "test_broadcast::bias_add",
+            "test_composite::two_layer_network",
+        ],
+        says=("backward called", "out_grad of shape"),
+        slip=("out_grad is its own gradient", "the sum of the partial adjoints"),
+    ),
+    Bug(
+        "sort-given-the-output",
+        "backward passes find_topo_sort the output Tensor itself, not a list of roots",
+        [
+            (
+                AUTOGRAD,
+                "    for node in reversed(find_topo_sort([output_tensor])):\n",
+                "    for node in reversed(find_topo_sort(output_tensor)):\n",
+            )
+        ],
+        caught_by=["test_composite::diamond", "test_broadcast::*"],
+        says=("backward called find_topo_sort",),
+        slip=("takes a list of nodes", "even when there is one"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
