@@ -213,6 +213,10 @@ LAID_AT = {
         r"needle/test_(broadcast|composite|matmul|reshape_transpose)::",
         {"backward"},
     ),
+    # a Reshape rule that leaves out_grad as it is: in a case that differentiates a gradient,
+    # the next rule raised on what it returned, off the tape (inside Summation's gradient);
+    # run alone, Reshape's rule returns the wrong shape (once laid at Summation)
+    "needle/reshape-gradient-unchanged": (r"needle/test_(reshape_transpose|hidden_graph)::", {"Reshape"}),
     # the sort raised, given the output where it takes a list: backward called it so
     "needle/sort-given-the-output": (r"needle/test_(broadcast|composite)::", {"backward"}),
     # only lazy mode's flags differ, each saying a node was computed before anyone asked

@@ -155,10 +155,10 @@ class NumpyOperandError(NotDifferentiableError):
     """A gradient rule multiplied by a NumPy array, and backward cannot differentiate that."""
 
 
-def _misshapen_out_grad(exc: BaseException) -> OutGradShapeError | None:
-    """The exception was raised inside a gradient rule that was called with an out_grad of
+def _given_out_grad(exc: BaseException) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any] | None:
+    """Where the exception was raised inside a gradient rule called with an out_grad of
     another shape than its node (the rule's frame on the traceback says what it was given):
-    the account of it, placed at the line that called the rule."""
+    (the op, the out_grad's shape, the node's, the place of the line that called the rule)."""
     caller = None
     tb = exc.__traceback__
     while tb is not None:
@@ -169,7 +169,7 @@ def _misshapen_out_grad(exc: BaseException) -> OutGradShapeError | None:
                 got, want = _data(out_grad).shape, _data(node).shape
             except Exception:
                 return None
-            return None if got == want else OutGradShapeError(op, got, want, exc, caller)
+            return None if got == want else (op, got, want, caller)
         if code.co_name != "gradient_as_tuple":
             caller = (Path(code.co_filename).name, tb.tb_lineno, function_name(code))
         tb = tb.tb_next
@@ -689,7 +689,31 @@ class NeedleBackend(TensorBackend):
                     if g.shape != _data(x).shape:
                         return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
         found = self._not_differentiable() if self._differentiates_a_gradient() else None
-        return found or _misshapen_out_grad(exc) or _sort_given_a_node(exc)
+        return found or self._misshapen_out_grad(exc) or _sort_given_a_node(exc)
+
+    def _misshapen_out_grad(self, exc: BaseException) -> ValueError | None:
+        """The exception was raised inside a gradient rule that was called with an out_grad of
+        another shape than its node: a rule that returns its inputs a gradient of another
+        shape made it, or else backward did. The tape's rules were checked before; a case
+        that differentiates a gradient also runs rules on nodes that other rules made, off
+        the tape, so each op's rule is run alone on PROBES' inputs too."""
+        given = _given_out_grad(exc)
+        if given is None:
+            return None
+        for op_class in PROBES:
+            try:
+                with self._two_leaves() as (a, b):
+                    out = PROBES[op_class](self.opsmod, a, b)
+                    ones = self.Tensor(np.ones(_data(out).shape), dtype="float64")
+                    pairs = zip(out.op.gradient_as_tuple(ones, out), out.inputs, strict=True)
+                    shapes = [(_data(g).shape, _data(x).shape) for g, x in pairs]
+            except Exception:  # an op not written, or a rule that fails alone: its own cases say so
+                continue
+            for k, (got, want) in enumerate(shapes):
+                if got != want:
+                    return GradientShapeError(out.op, k, got, want, exc)
+        op, got, want, caller = given
+        return OutGradShapeError(op, got, want, exc, caller)
 
     def _not_differentiable(self) -> NotDifferentiableError | None:
         """A case that differentiates a gradient raised: a rule whose result backward cannot
