@@ -662,7 +662,9 @@ class NeedleBackend(TensorBackend):
         gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
         backward and fails far from the rule), another number of gradients than its op has
         inputs, or a gradient of another shape than its input's (the next rule, or backward's
-        sum, raises), is the cause."""
+        sum, raises), is the cause. A rule that raised on an out_grad of another shape than its
+        node is not: a rule that returns such shapes, off the tape too, or else backward is;
+        and find_topo_sort given one node, where it takes a list, raised by backward's call."""
         if isinstance(exc, OWN_ACCOUNTS):
             return None
         refused = [
