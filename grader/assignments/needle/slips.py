@@ -81,6 +81,17 @@ def output_grad_unset(evidence: Any) -> dict[str, str] | None:
     return {} if unset and not any(tape.differs(i, "grad") for i in rest) else None
 
 
+def no_gradient_stored(evidence: Any) -> dict[str, str] | None:
+    """No node holds a gradient after backward, the output and its leaves neither, where
+    PyTorch gives them one: backward computed them (or not) and kept none."""
+    tape = evidence.tape
+    due = (
+        [i for i in range(len(tape.steps)) if tape.expected[i].get("grad") is not None] if tape.actual else []
+    )
+    unset = set(tape.outputs) <= set(due) and all(tape.actual[i].get("grad") is None for i in due)
+    return {} if tape.outputs and len(due) > len(tape.outputs) and unset else None
+
+
 def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
     """In a case that reads a gradient (`g = grad(x)`) and then runs another backward, x's
     gradient is PyTorch's plus that earlier one: the later backward added to it."""
@@ -695,6 +706,14 @@ SLIPS = (
         carries_over,
         blame="backward",
         replaces=(hints.HIGHER_ORDER,),
+    ),
+    Slip(
+        "no-gradient-stored",
+        "backward leaves every node without a gradient, the output and the leaves too: each node's "
+        "gradient, the sum of its partial adjoints, goes in its `grad`",
+        no_gradient_stored,
+        blame="backward",
+        replaces=(hints.SEED,),
     ),
     Slip(
         "output-grad-unset",

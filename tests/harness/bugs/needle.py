@@ -288,6 +288,25 @@ BUGS = [
         slip=("takes a list of nodes", "even when there is one"),
     ),
     Bug(
+        "gradients-not-stored",
+        "backward computes each node's sum of partial adjoints and passes it on, but stores it nowhere",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        adjoint = sum_node_list(node_to_output_grads_list[node])\n",
+            ),
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(adjoint, node)",
+            ),
+        ],
+        caught_by=["test_composite::partial_adjoints_summed", "test_broadcast::*"],
+        says=("got nothing",),
+        slip=("without a gradient", "goes in its `grad`"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
