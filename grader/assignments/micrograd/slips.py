@@ -393,8 +393,9 @@ def _starved(evidence: Any) -> tuple[set[int], set[int]] | None:
 def nothing_passed_on(evidence: Any) -> dict[str, str] | None:
     """Nothing flowed from the output, not even to the inputs of its own primitive op: its
     closure ran while its gradient was still 0 (backward() seeded it after the closures), or
-    none ran. Run in the wrong order instead, the output's own closure still runs last, with
-    its seed, and sends its inputs something."""
+    it never ran (the sort left the output out of its list), or none ran. Run in the wrong
+    order instead, the output's own closure still runs last, with its seed, and sends its
+    inputs something."""
     found = _starved(evidence)
     return {} if found is not None and found[0] & found[1] else None
 
@@ -549,8 +550,9 @@ SLIPS = (
     ),
     Slip(
         "nothing-passed-on",
-        "backward() passed nothing on from the output, whose gradient ended as 1: set self.grad = 1 "
-        "before running the closures (a closure run before it passes on 0), then run every node's "
+        "backward() passed nothing on from the output, whose gradient ended as 1: its own closure "
+        "never ran with that 1. Set self.grad = 1 before running the closures (a closure run before "
+        "it passes on 0), make the sort list the output itself (last), then run every node's "
         "_backward, from the output back",
         nothing_passed_on,
         replaces=(hints.SEED, hints.ORDER),

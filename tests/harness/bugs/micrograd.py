@@ -131,6 +131,22 @@ BUGS = [
         slip=("passed nothing on from the output", "before running the closures"),
     ),
     Bug(
+        "output-left-out-of-the-sort",
+        "the sort lists every node but the output it starts from, whose closure then never runs",
+        [
+            (
+                ENGINE,
+                "                stack.pop()\n                topo.append(node)\n",
+                "                stack.pop()\n"
+                "                if node is not self:\n"
+                "                    topo.append(node)\n",
+            )
+        ],
+        caught_by=["test_ops::backward[add]", "test_ops::backward[mul]", "test_composite::neuron"],
+        says=("backward",),
+        slip=("passed nothing on from the output", "list the output itself"),
+    ),
+    Bug(
         "rmul-calls-itself",
         "`2 * x` runs x.__rmul__(2), which returns other * self: x.__rmul__(2) again, without end",
         [
