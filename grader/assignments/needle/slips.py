@@ -38,10 +38,18 @@ def _is_topological(evidence: Any, order: list[int]) -> bool:
     )
 
 
+def left_out(evidence: Any) -> dict[str, str] | None:
+    """Nodes the roots depend on are not listed (a search that placed a node other than the
+    one it had finished, or never placed its root). Field: how many."""
+    missing = max((len(set(want) - set(got)) for want, got in _orders(evidence)), default=0)
+    return {"count": str(missing)} if missing else None
+
+
 def listed_again(evidence: Any) -> dict[str, str] | None:
-    """A node is listed more than once: the search went down into a node it had placed
-    already (no `visited` check), once per path to it."""
-    if any(len(set(got)) < len(got) for _, got in _orders(evidence)):
+    """A node is listed more than once, and every node is listed: the search went down into
+    a node it had placed already (no `visited` check), once per path to it."""
+    orders = _orders(evidence)
+    if any(len(set(got)) < len(got) and set(want) <= set(got) for want, got in orders):
         return {}
     return None
 
@@ -504,6 +512,14 @@ def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
 
 
 SLIPS = (
+    Slip(
+        "nodes-left-out",
+        "find_topo_sort leaves out {count} of the nodes the roots depend on: every node reached from "
+        "the roots, the roots too, is listed once, after its inputs (go down into one input at a "
+        "time, and place a node once all of its inputs are placed)",
+        left_out,
+        blame="find_topo_sort",
+    ),
     Slip(
         "listed-again",
         "find_topo_sort lists a node more than once (once per path to it): mark each node visited "

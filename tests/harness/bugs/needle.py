@@ -307,6 +307,21 @@ BUGS = [
         slip=("without a gradient", "goes in its `grad`"),
     ),
     Bug(
+        "topo-no-break",
+        "find_topo_sort pushes every unvisited input at once (no `break`), then places the node it "
+        "was looping over while popping the last input pushed",
+        [
+            (
+                AUTOGRAD,
+                "                    stack.append((inp, iter(inp.inputs)))\n                    break\n",
+                "                    stack.append((inp, iter(inp.inputs)))\n",
+            )
+        ],
+        caught_by=["test_topo::topo_chain", "test_topo::topo_diamond", "test_topo::topo_several_outputs"],
+        says=("find_topo_sort",),
+        slip=("leaves out", "one input at a time"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
