@@ -8,6 +8,7 @@ first line. A detector reads only what the verdict has (`grader.verdict.diagnose
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
@@ -236,19 +237,12 @@ def gradients_swapped(evidence: Any) -> dict[str, str] | None:
 
 def matmul_shapes(evidence: Any) -> dict[str, str] | None:
     """NumPy's matmul refused two factors inside MatMul's gradient: their shapes do not line
-    up (a product in the wrong order, a transpose missing or one too many)."""
+    up (a product in the wrong order, a transpose missing or one too many). The rule's own
+    doing: had backward given it an out_grad of another shape than its node, the adapter's
+    account of the exception would say so instead (`OutGradShapeError`)."""
     failure = evidence.failure
     said = failure is not None and failure.type == "ValueError" and "matmul" in failure.message
-    if not said or failure.rule != "MatMul.gradient":
-        return None
-    # only where the rule is known to be at fault: run alone on the right out_grad, or probed
-    # alone and wrong; in a backward, a rule upstream may have sent it an out_grad of the wrong shape
-    tape = evidence.tape
-    alone = any(step.op == "MatMul.gradient" for step in tape.steps)
-    matmuls = [
-        i for i, step in enumerate(tape.steps) if tape.hints.op_class(step.op, step.inputs) == "MatMul"
-    ]
-    return {} if alone or any(tape.rule(i) is False for i in matmuls) else None
+    return {} if said and failure.rule == "MatMul.gradient" else None
 
 
 def relu_slope_at_zero(evidence: Any) -> dict[str, str] | None:
@@ -495,8 +489,22 @@ def broadcast_from_the_left(evidence: Any) -> dict[str, str] | None:
     return {"op": "BroadcastTo"} if added else None
 
 
-#: NumPy's words when a reshape cannot be done, with the size of what was reshaped
-RESHAPED = re.compile(r"cannot reshape array of size (\d+)")
+#: NumPy's words when a reshape cannot be done, with the size of what was reshaped (and the
+#: shape it was to take)
+RESHAPED = re.compile(r"cannot reshape array of size (\d+)(?: into shape \(([\d, ]*)\))?")
+
+
+def summed_every_axis(evidence: Any) -> dict[str, str] | None:
+    """BroadcastTo's gradient raised NumPy's reshape error on one number, to be reshaped into
+    its input's shape of more entries: it summed out_grad over every axis."""
+    failure = evidence.failure
+    if failure is None or failure.type != "ValueError" or failure.rule != "BroadcastTo.gradient":
+        return None
+    reshaped = RESHAPED.search(failure.message)
+    if reshaped is None or reshaped[1] != "1" or reshaped[2] is None:
+        return None
+    entries = math.prod(int(n) for n in reshaped[2].replace(" ", "").split(",") if n)
+    return {"op": "BroadcastTo"} if entries > 1 else None
 
 
 def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
@@ -567,6 +575,13 @@ SLIPS = (
         "{op}'s gradient has shape {got}, fewer entries than its input's {want}: broadcast it back "
         "to the input's shape",
         not_broadcast_back,
+    ),
+    Slip(
+        "summed-every-axis",
+        "BroadcastTo's gradient sums out_grad over every axis: sum only over the axes the broadcast "
+        "added or stretched from size 1, so that the input's other axes keep their entries",
+        summed_every_axis,
+        blame="{op}",
     ),
     Slip(
         "broadcast-from-the-left",

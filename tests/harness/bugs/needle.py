@@ -675,6 +675,44 @@ BUGS = [
         slip=("do not line up", "out_grad @ b^T"),
     ),
     Bug(
+        "matmul-gradient-without-transposes",
+        "MatMul's gradient multiplies out_grad by the factors as they are, without transposing them",
+        [
+            (
+                OPS,
+                "        grad_a = matmul(out_grad, transpose(b))\n"
+                "        grad_b = matmul(transpose(a), out_grad)\n",
+                "        grad_a = matmul(out_grad, b)\n        grad_b = matmul(a, out_grad)\n",
+            )
+        ],
+        # in a backward too: the out_grad backward gave the rule has its node's shape, so the
+        # misaligned factors are the rule's own
+        caught_by=[
+            "test_op_gradients::op_gradient[MatMul]",
+            "test_composite::two_layer_network",
+            "test_matmul::*",
+        ],
+        says=("MatMul.gradient",),
+        slip=("do not line up", "out_grad @ b^T"),
+    ),
+    Bug(
+        "broadcast-gradient-sums-everything",
+        "BroadcastTo's gradient sums out_grad over every axis, then reshapes the one number",
+        [
+            (
+                OPS,
+                "        return _sum_to_shape(out_grad, node.inputs[0].shape)\n",
+                "        return reshape(summation(out_grad), node.inputs[0].shape)\n",
+            )
+        ],
+        caught_by=[
+            "test_broadcast::broadcast_gradient[stretch-last]",
+            "test_broadcast::broadcast_gradient[prepend]",
+        ],
+        says=("BroadcastTo.gradient",),
+        slip=("over every axis", "stretched from size 1"),
+    ),
+    Bug(
         "tensor-eq-unhashable",
         "Tensor defines __eq__, so Python takes its __hash__ away: no set or dict can hold a node",
         [
