@@ -155,41 +155,47 @@ class NumpyOperandError(NotDifferentiableError):
     """A gradient rule multiplied by a NumPy array, and backward cannot differentiate that."""
 
 
-def _given_out_grad(exc: BaseException) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any] | None:
-    """Where the exception was raised inside a gradient rule called with an out_grad of
-    another shape than its node (the rule's frame on the traceback says what it was given):
-    (the op, the out_grad's shape, the node's, the place of the line that called the rule)."""
+def _called(exc: BaseException, name: str, count: int) -> tuple[list[Any], Any] | None:
+    """Where the exception was raised inside a call of a function `name` of `count` arguments
+    (a method or a function, its parameters however named): the arguments it was given, read
+    off its frame on the traceback, and the place of the line that called it (the given
+    `gradient_as_tuple` passed over)."""
     caller = None
     tb = exc.__traceback__
     while tb is not None:
         frame, code = tb.tb_frame, tb.tb_frame.f_code
-        if code.co_name == "gradient" and code.co_argcount == 3:  # (self, out_grad, node), however named
-            op, out_grad, node = (frame.f_locals.get(name) for name in code.co_varnames[:3])
-            try:
-                got, want = _data(out_grad).shape, _data(node).shape
-            except Exception:
-                return None
-            return None if got == want else (op, got, want, caller)
+        if code.co_name == name and code.co_argcount == count:
+            return [frame.f_locals.get(arg) for arg in code.co_varnames[:count]], caller
         if code.co_name != "gradient_as_tuple":
             caller = (Path(code.co_filename).name, tb.tb_lineno, function_name(code))
         tb = tb.tb_next
     return None
 
 
+def _given_out_grad(exc: BaseException) -> tuple[Any, tuple[int, ...], tuple[int, ...], Any] | None:
+    """Where the exception was raised inside a gradient rule called with an out_grad of
+    another shape than its node: (the op, the out_grad's shape, the node's, the place of the
+    line that called the rule)."""
+    found = _called(exc, "gradient", 3)  # (self, out_grad, node)
+    if found is None:
+        return None
+    (op, out_grad, node), caller = found
+    try:
+        got, want = _data(out_grad).shape, _data(node).shape
+    except Exception:
+        return None
+    return None if got == want else (op, got, want, caller)
+
+
 def _sort_given_a_node(exc: BaseException) -> SortGivenANodeError | None:
     """The exception was raised in find_topo_sort, called (by backward) with a node where it
     takes a list of nodes: the account of it, placed at the line that called the sort."""
-    caller = None
-    tb = exc.__traceback__
-    while tb is not None:
-        frame, code = tb.tb_frame, tb.tb_frame.f_code
-        if code.co_name == "find_topo_sort" and code.co_argcount == 1:
-            given = frame.f_locals.get(code.co_varnames[0])
-            named = not isinstance(given, (list, tuple)) and hasattr(given, "inputs")
-            return SortGivenANodeError(given, caller) if named and caller is not None else None
-        caller = (Path(code.co_filename).name, tb.tb_lineno, function_name(code))
-        tb = tb.tb_next
-    return None
+    found = _called(exc, "find_topo_sort", 1)
+    if found is None:
+        return None
+    (given,), caller = found
+    named = not isinstance(given, (list, tuple)) and hasattr(given, "inputs")
+    return SortGivenANodeError(given, caller) if named and caller is not None else None
 
 
 def _graph(root: Any) -> list[Any]:

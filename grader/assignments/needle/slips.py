@@ -94,11 +94,11 @@ def no_gradient_stored(evidence: Any) -> dict[str, str] | None:
     """No node holds a gradient after backward, the output and its leaves neither, where
     PyTorch gives them one: backward computed them (or not) and kept none."""
     tape = evidence.tape
-    due = (
-        [i for i in range(len(tape.steps)) if tape.expected[i].get("grad") is not None] if tape.actual else []
-    )
+    if not tape.actual or not tape.outputs:
+        return None
+    due = [i for i in range(len(tape.steps)) if tape.expected[i].get("grad") is not None]
     unset = set(tape.outputs) <= set(due) and all(tape.actual[i].get("grad") is None for i in due)
-    return {} if tape.outputs and len(due) > len(tape.outputs) and unset else None
+    return {} if len(due) > len(tape.outputs) and unset else None
 
 
 def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
