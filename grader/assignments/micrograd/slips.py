@@ -80,6 +80,26 @@ def adds_nothing(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def input_left_out(evidence: Any) -> dict[str, str] | None:
+    """add's or mul's rule sent one of its two inputs nothing, and the other its right
+    contribution: probed alone on two leaves, one got exactly nothing and the other what
+    PyTorch's rule sends it, not 0 (a rule that never runs sends both nothing); on one leaf
+    used twice (`a * a`), it got one of its two contributions. Field: which input."""
+    for i, op, e, a in _wrong_rules(evidence):
+        step = evidence.tape.steps[i]
+        if op not in ("add", "mul") or step.op != op or len(step.inputs) != 2:
+            continue  # (an MLP's probe rows compare one input only)
+        if len(a) == 2:
+            for k in (0, 1):
+                ran = _same(a[1 - k], e[1 - k]) and not _same(e[1 - k], 0.0)  # the other's shows it runs
+                if a[k] == 0.0 and not _same(e[k], 0.0) and ran:
+                    return {"op": op, "input": ("self, its first input", "other, its second input")[k]}
+        elif len(a) == 1 and _same(a, e / 2) and not _same(e, 0.0):
+            both = "a * a" if op == "mul" else "a + a"
+            return {"op": op, "input": f"one of its inputs (in `{both}`, a gets both)"}
+    return None
+
+
 def _adds_somewhere(evidence: Any, op: str) -> bool:
     """Did `op`'s rule, probed alone at any of the case's nodes, add something to an input?
     Then it runs, and adds nothing only where what it reads is 0."""
@@ -629,6 +649,11 @@ SLIPS = (
         "{op}'s rule sends its contribution with the wrong sign: a minus sign is lost, or one too "
         "many (`-=` for `+=`)",
         wrong_sign,
+    ),
+    Slip(
+        "input-left-out",
+        "{op}'s rule adds nothing to the gradient of {input}: each input gets its own contribution",
+        input_left_out,
     ),
     Slip(
         "reads-grad",

@@ -73,6 +73,20 @@ BUGS = [
         slip=("+=",),
     ),
     Bug(
+        "add-other-left-out",
+        "add's rule passes out.grad on to self alone: other, its second input, gets nothing",
+        [
+            (
+                ENGINE,
+                "            self.grad += out.grad\n            other.grad += out.grad\n",
+                "            self.grad += out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[add]", "test_ops::rule[add-same-leaf]", "test_ops::backward[add]"],
+        says=("wrong gradient from add",),
+        slip=("adds nothing to the gradient of", "its own contribution"),
+    ),
+    Bug(
         "mul-assigns",
         "mul's rule assigns (`=`) instead of accumulating (`+=`)",
         [
