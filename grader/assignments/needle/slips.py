@@ -317,18 +317,41 @@ INVERTED = {
     "DivScalar": dict(did="multiplies", by="the scalar", form="a / c", derivative="1 / c"),
     "MulScalar": dict(did="divides", by="the scalar", form="a * c", derivative="c"),
     "Log": dict(did="multiplies", by="its input a", form="log(a)", derivative="1 / a"),
+    "EWiseDiv": dict(did="multiplies", by="b", form="a / b", derivative="1 / b"),
 }
 
 
 def inverted(evidence: Any) -> dict[str, str] | None:
     """DivScalar's gradient multiplied out_grad by the scalar c (MulScalar's divided it, Log's
-    multiplied by its input): it gave g * c where PyTorch's is g / c, or the other way round,
-    so the two multiply to g**2."""
-    for op, _, _, g, e, a in _rules(evidence):
+    multiplied by its input, EWiseDiv's multiplied a's by b): it gave g * c where PyTorch's is
+    g / c, or the other way round, so the two multiply to g**2."""
+    rows = [(op, g, e, a) for op, _, _, g, e, a in _rules(evidence)]
+    rows += [("EWiseDiv", g, e, a) for g, e, a in _first_input_rules(evidence, "EWiseDiv")]
+    for op, g, e, a in rows:
         g, e, a = (np.reshape(v, -1) for v in (g, e, a))
         if op in INVERTED and g.size == e.size == a.size and _same(a * e, g * g) and not _same(a, e):
             return {"op": op, **INVERTED[op]}
     return None
+
+
+def _first_input_rules(evidence: Any, op_class: str) -> list[tuple[Any, Any, Any]]:
+    """(the out_grad, PyTorch's gradient for the first input, the submission's) for each
+    two-input `op_class` node: its rule run alone for input 0, or probed alone in a backward
+    on a node whose own gradient is right (the probe holds the first input's gradient first)."""
+    tape, found = evidence.tape, []
+    for i, step in enumerate(tape.steps if tape.actual else ()):
+        alone = step.op == f"{op_class}.gradient" and step.kwargs.get("input", 0) == 0
+        if alone and tape.differs(i, "value"):
+            _, out_grad = (r.index for r in step.inputs[:2])
+            e, a = tape.expected[i]["value"], tape.actual[i]["value"]
+            if a is not None and e.shape == a.shape:
+                found.append((evidence.value(out_grad), e.array(), a.array()))
+        elif _probed_in_backward(evidence, i, op_class, 2):
+            pair = evidence.rule_pair(i)
+            g = tape.expected[i]["grad"].array().reshape(-1)
+            if pair is not None and pair[0].size == pair[1].size >= g.size:
+                found.append((g, pair[0][: g.size], pair[1][: g.size]))
+    return found
 
 
 def no_chain_rule(evidence: Any) -> dict[str, str] | None:

@@ -494,6 +494,20 @@ BUGS = [
         slip=("realize_cached_data",),
     ),
     Bug(
+        "divide-multiplies-for-a",
+        "EWiseDiv's gradient for the dividend multiplies out_grad by the divisor",
+        [
+            (
+                OPS,
+                "        return out_grad / b, -out_grad * a / b**2",
+                "        return out_grad * b, -out_grad * a / b**2",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[EWiseDiv]", "test_ops::op_backward[div]"],
+        says=("EWiseDiv",),
+        slip=("multiplies out_grad by b", "1 / b"),
+    ),
+    Bug(
         "divide-sign",
         "EWiseDiv's gradient for the divisor lost its minus sign",
         [
