@@ -138,6 +138,11 @@ def get(name: str) -> Assignment:
     return Assignment(name, adapter.ENGINE.load, adapter.ENGINE, found)
 
 
+def accounts() -> tuple[str, ...]:
+    """Every assignment's own accounts of an exception, by name (its package's `ACCOUNTS`)."""
+    return tuple(found for name in NAMES for found in importlib.import_module(f"{__name__}.{name}").ACCOUNTS)
+
+
 def markers(name: str) -> tuple[str, ...]:
     """The files that make a folder named `name` the assignment's package (its `__init__.py`
     says; the adapter, which imports numpy for needle, is not needed to find a package)."""

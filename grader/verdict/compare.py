@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from grader.assignments import accounts
 from grader.case.quantity import Quantity
 from grader.case.run import Run
 
@@ -137,13 +138,4 @@ def needs_tape(expected: dict[str, Quantity | None] | None, run: Run) -> bool:
 #: exceptions no wrong value causes: a rule not written yet, the grader's own limits
 NOT_FROM_A_VALUE = ("NotImplementedError", "CaseTimedOut", "MemoryError")
 #: the grader's own accounts of an exception (needle's adapter): each names its cause
-FINDINGS = (
-    "GradientTypeError",
-    "GradientCountError",
-    "GradientShapeError",
-    "OutGradShapeError",
-    "SortGivenANodeError",
-    "NoGradientError",
-    "NotDifferentiableError",
-    "NumpyOperandError",
-)
+FINDINGS = accounts()

@@ -14,3 +14,5 @@ OPS = (
 CORE = ("add", "radd", "mul", "rmul", "pow")
 #: a micrograd case relies on nothing but ops
 FEATURES: tuple[str, ...] = ()
+#: its adapter gives no account of its own of an exception (see needle's)
+ACCOUNTS: tuple[str, ...] = ()

@@ -35,6 +35,19 @@ REFLECTED = ("__rsub__", "__rtruediv__")
 OPS = OP_CLASSES + REFLECTED
 #: what every case about accumulation, depth and higher-order gradients can be written with
 CORE = ("EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "PowerScalar", "Summation", "MatMul")
+#: the grader's own accounts of an exception a case raised (the adapter's exception classes,
+#: made by `explain_exception`): each says its cause in full, so a report shows its message
+#: alone and the verdict reads no tape for it (`grader.verdict.compare.FINDINGS`)
+ACCOUNTS = (
+    "GradientTypeError",
+    "GradientCountError",
+    "GradientShapeError",
+    "OutGradShapeError",
+    "SortGivenANodeError",
+    "NoGradientError",
+    "NotDifferentiableError",
+    "NumpyOperandError",
+)
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
 #: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)
 FEATURES = ("int-axes",)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments.needle import MARKERS, REFLECTED
+from grader.assignments.needle import ACCOUNTS, MARKERS, REFLECTED
 from grader.assignments.needle.backend import (
     COMPOUND_OPS,
     DIFFERENTIABLE,
@@ -134,16 +134,6 @@ class NotDifferentiableError(ValueError):
 
 #: what a rule probed alone raises when it returned the wrong thing: the probe's answer
 RETURNED_WRONG = (GradientTypeError, GradientCountError)
-#: the grader's own accounts of an exception (`explain_exception` gives no other for them)
-OWN_ACCOUNTS = (
-    GradientTypeError,
-    GradientCountError,
-    GradientShapeError,
-    OutGradShapeError,
-    SortGivenANodeError,
-    NoGradientError,
-    NotDifferentiableError,
-)
 
 
 def _data(raw: Any) -> np.ndarray:
@@ -153,6 +143,11 @@ def _data(raw: Any) -> np.ndarray:
 
 class NumpyOperandError(NotDifferentiableError):
     """A gradient rule multiplied by a NumPy array, and backward cannot differentiate that."""
+
+
+#: the grader's own accounts of an exception, the classes `ACCOUNTS` names (`explain_exception`
+#: gives no other for them)
+OWN_ACCOUNTS = tuple(globals()[name] for name in ACCOUNTS)
 
 
 def _called(exc: BaseException, name: str, count: int) -> tuple[list[Any], Any] | None:
@@ -366,12 +361,13 @@ class NeedleBackend(TensorBackend):
         grader runs them beside `probe_backward` to learn, in a moment, which never return."""
         return {op_class: functools.partial(self._run_rule, op_class) for op_class in PROBES}
 
-    def _run_rule(self, op_class: str) -> object:
-        """`op.gradient_as_tuple(out_grad, out)` of one op applied to the two probe leaves."""
+    def _run_rule(self, op_class: str) -> tuple[Any, tuple[Any, ...]]:
+        """One op applied to the two probe leaves, and `op.gradient_as_tuple(out_grad, out)`
+        with an out_grad of ones: (its output, the gradients)."""
         with self._two_leaves() as (a, b):
             out = PROBES[op_class](self.opsmod, a, b)
             out_grad = self.Tensor(np.ones(_data(out).shape), dtype="float64")
-            return out.op.gradient_as_tuple(out_grad, out)
+            return out, out.op.gradient_as_tuple(out_grad, out)
 
     # ---- leaves, backward, gradients ----
 
@@ -710,11 +706,8 @@ class NeedleBackend(TensorBackend):
             return None
         for op_class in PROBES:
             try:
-                with self._two_leaves() as (a, b):
-                    out = PROBES[op_class](self.opsmod, a, b)
-                    ones = self.Tensor(np.ones(_data(out).shape), dtype="float64")
-                    pairs = zip(out.op.gradient_as_tuple(ones, out), out.inputs, strict=True)
-                    shapes = [(_data(g).shape, _data(x).shape) for g, x in pairs]
+                out, grads = self._run_rule(op_class)
+                shapes = [(_data(g).shape, _data(x).shape) for g, x in zip(grads, out.inputs, strict=True)]
             except Exception:  # an op not written, or a rule that fails alone: its own cases say so
                 continue
             for k, (got, want) in enumerate(shapes):
