@@ -173,6 +173,30 @@ def no_chain_rule(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+#: a one-input op -> its own derivative, in words, for a rule that leaves it out (relu's rule
+#: that passes out.grad on as it came has a slip of its own: relu-passes-negative)
+OWN_DERIVATIVE = {
+    "exp": "exp(x), which out.data holds",
+    "log": "1 / x",
+    "tanh": "1 - tanh(x)**2",
+    "sigmoid": "sigmoid(x) * (1 - sigmoid(x))",
+    "pow": "n * x**(n - 1)",
+}
+
+
+def passes_unchanged(evidence: Any) -> dict[str, str] | None:
+    """A one-input op's rule passed out.grad on as it came, without its own derivative:
+    probed alone, its input got out.grad itself; and in the case, the input (if only its
+    node uses it) got PyTorch's gradient over that derivative (PyTorch's contribution in the
+    probe over out.grad), however many times the rule ran."""
+    for i, op, e, a in _wrong_rules(evidence):
+        if op in OWN_DERIVATIVE and len(a) == 1 and _same(a, PROBE_GRAD):
+            inverse = PROBE_GRAD / e if np.all(e != 0.0) else None  # 1 over the derivative
+            if inverse is None or not _case_contradicts(evidence, i, _times(inverse)):
+                return {"op": op, "derivative": OWN_DERIVATIVE[op]}
+    return None
+
+
 def wrong_sign(evidence: Any) -> dict[str, str] | None:
     """The rule sent PyTorch's contribution with its sign flipped (`-=` for `+=`, or a lost
     minus): probed alone, and in the case."""
@@ -513,6 +537,12 @@ SLIPS = (
         "{op}'s rule sends its local derivative without multiplying it by out.grad: the chain rule "
         "scales each local derivative by the gradient that arrives",
         no_chain_rule,
+    ),
+    Slip(
+        "passes-unchanged",
+        "{op}'s rule passes out.grad on unchanged: the chain rule multiplies out.grad by the op's "
+        "own derivative, {derivative}",
+        passes_unchanged,
     ),
     Slip(
         "input-for-output",

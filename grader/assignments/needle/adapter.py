@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments.needle import ACCOUNTS, MARKERS, REFLECTED
+from grader.assignments.needle import ACCOUNTS, MARKERS, REFLECTED, hints
 from grader.assignments.needle.backend import (
     COMPOUND_OPS,
     DIFFERENTIABLE,
@@ -693,7 +693,30 @@ class NeedleBackend(TensorBackend):
                     if g.shape != _data(x).shape:
                         return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
         found = self._not_differentiable() if self._differentiates_a_gradient() else None
+        found = found or self._returned_wrong_in_graph(exc)
         return found or self._misshapen_out_grad(exc) or _sort_given_a_node(exc)
+
+    def _returned_wrong_in_graph(self, exc: BaseException) -> BaseException | None:
+        """The exception was raised in a backward walking a graph that holds ops off the tape
+        (a backward through a gradient walks the gradient's graph, which the rules and
+        backward's sums built): the rule of one of those ops, run alone on PROBES' inputs,
+        that returns no Tensor, or another number of gradients than its op has inputs."""
+        found = _called(exc, hints.BACKWARD, 2)  # (output_tensor, out_grad)
+        output = found[0][0] if found is not None else None
+        if not hasattr(output, "inputs"):
+            return None
+        ops = {type(node.op).__name__ for node in _graph(output) if getattr(node, "op", None) is not None}
+        for op_class in (name for name in PROBES if name in ops):
+            try:
+                out, grads = self._run_rule(op_class)
+            except Exception:  # an op not written, or a rule that fails alone: its own cases say so
+                continue
+            for g in grads:
+                if not isinstance(g, self.Tensor):
+                    return GradientTypeError(out.op, g)
+            if len(grads) != len(out.inputs):
+                return GradientCountError(out.op, len(grads), len(out.inputs))
+        return None
 
     def _misshapen_out_grad(self, exc: BaseException) -> ValueError | None:
         """The exception was raised inside a gradient rule that was called with an out_grad of

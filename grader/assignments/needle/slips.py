@@ -16,7 +16,8 @@ import numpy as np
 
 from grader.assignments import SOME_RULE, Slip, raised, repeated, unhashable
 from grader.assignments.needle import hints
-from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND
+from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND, fixed_out_grad
+from grader.case.trace import NodeRef
 
 
 def _orders(evidence: Any) -> list[tuple[list[int], list[int]]]:
@@ -103,12 +104,15 @@ def no_gradient_stored(evidence: Any) -> dict[str, str] | None:
 
 def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
     """In a case that reads a gradient (`g = grad(x)`) and then runs another backward, x's
-    gradient is PyTorch's plus that earlier one: the later backward added to it."""
+    gradient is PyTorch's plus that earlier one: the later backward added to it. The earlier
+    gradient must be right: a wrong rule makes it wrong, and then what the later backward
+    left can match the sum by the case's own arithmetic (MulScalar's rule without its
+    scalar, in a case that scales by 0.25 twice)."""
     tape = evidence.tape
     if not tape.actual:
         return None
     for k, step in enumerate(tape.steps):
-        if step.op != "grad" or not evidence.inputs(k):
+        if step.op != "grad" or not evidence.inputs(k) or tape.differs(k, "value"):
             continue
         i = evidence.inputs(k)[0]
         e, a, earlier = tape.expected[i]["grad"], tape.actual[i]["grad"], tape.actual[k]["value"]
@@ -361,6 +365,47 @@ def no_chain_rule(evidence: Any) -> dict[str, str] | None:
         g, e, a = (np.reshape(v, -1) for v in (g, e, a))
         if g.size == e.size == a.size and _same(a * g, e) and not _same(a, e):
             return {"op": op}
+    return None
+
+
+#: a one-input op -> its own derivative, in words, for a gradient that leaves it out
+OWN_DERIVATIVE = {
+    "Exp": "exp(a), which node holds",
+    "Log": "1 / a",
+    "Tanh": "1 - tanh(a)**2",
+    "PowerScalar": "n * a**(n - 1)",
+    "MulScalar": "the scalar c",
+    "DivScalar": "1 / c",
+    "Negate": "-1",
+    "ReLU": "1 where a > 0, and 0 elsewhere",
+}
+
+
+def passes_unchanged(evidence: Any) -> dict[str, str] | None:
+    """A one-input op's gradient is out_grad as it came, without the op's own derivative
+    (`return out_grad` for MulScalar): the rule's gradient equals the out_grad it got, run
+    alone or inside a compound (Negate in `a - b`)."""
+    for op, _, _, g, _, a in _rules(evidence):
+        if op in OWN_DERIVATIVE and np.shape(a) == np.shape(g) and _same(a, g):
+            return {"op": op, "derivative": OWN_DERIVATIVE[op]}
+    op = _part_passes_unchanged(evidence)
+    return {"op": op, "derivative": OWN_DERIVATIVE[op]} if op else None
+
+
+def _part_passes_unchanged(evidence: Any) -> str | None:
+    """The op class of a compound's part whose gradient, probed alone on its one input with
+    `fixed_out_grad` (the tape's `parts`), is that out_grad unchanged."""
+    tape = evidence.tape
+    for j in evidence.op_nodes():
+        step, built = tape.steps[j], hints.BUILT_FROM.get(tape.steps[j].op, ())
+        for k in tape.wrong_parts(j) if built else []:
+            op, text = built[k]
+            ref = step.inputs[int(re.findall(r"\{(\d)\}", text)[0])]  # the part's input
+            if op in OWN_DERIVATIVE and isinstance(ref, NodeRef):
+                size = evidence.value(ref.index).size
+                got = tape.actual[j]["parts"].array()[k][:size]
+                if _same(got, fixed_out_grad((size,))):
+                    return op
     return None
 
 
@@ -702,6 +747,13 @@ SLIPS = (
         "{op}'s gradient is its local derivative alone: multiply it by out_grad (the chain rule "
         "scales each local derivative by the gradient that arrives)",
         no_chain_rule,
+        blame="{op}",
+    ),
+    Slip(
+        "passes-unchanged",
+        "{op}'s gradient is out_grad unchanged: the chain rule multiplies out_grad by the op's own "
+        "derivative, {derivative}",
+        passes_unchanged,
         blame="{op}",
     ),
     Slip(

@@ -182,6 +182,28 @@ BUGS = [
         slip=("chain rule",),
     ),
     Bug(
+        "exp-passes-unchanged",
+        "exp's rule passes out.grad on as it came, without exp's own derivative",
+        [(ENGINE, "            self.grad += out.data * out.grad\n", "            self.grad += out.grad\n")],
+        caught_by=["test_ops::rule[exp*]", "test_hidden_ops::hidden_rule[exp-five]"],  # right at exp-zero
+        says=("exp",),
+        slip=("passes out.grad on unchanged", "exp(x)"),
+    ),
+    Bug(
+        "sigmoid-passes-unchanged",
+        "sigmoid's rule passes out.grad on as it came, without sigmoid's own derivative",
+        [
+            (
+                ENGINE,
+                "            self.grad += out.data * (1.0 - out.data) * out.grad\n",
+                "            self.grad += out.grad\n",
+            )
+        ],
+        caught_by=["test_ops::rule[sigmoid]", "test_ops::backward[sigmoid]"],
+        says=("sigmoid",),
+        slip=("passes out.grad on unchanged", "sigmoid(x) * (1 - sigmoid(x))"),
+    ),
+    Bug(
         "pow-off-by-one",
         "pow's rule uses x**n instead of x**(n-1)",
         [(ENGINE, "other * self.data ** (other - 1) * out.grad", "other * self.data**other * out.grad")],
