@@ -1,4 +1,4 @@
-"""Where a timed-out case was stuck, so its message can say `in backward (engine.py, line 42)`.
+"""Where a timed-out case was stuck, so its message can say `in Value.backward (engine.py, line 42)`.
 
 Each worker has `faulthandler` dump every thread's stack to its stderr when DUMP_SIGNAL
 comes (`listen`, once). faulthandler's handler is C code, so the dump comes even from a loop
@@ -52,9 +52,42 @@ def where(dump: str, work: Path) -> tuple[str, int, str] | None:
         for line in block.splitlines():
             match = FRAME.match(line)
             if match and match["file"].startswith(prefix):
-                file = match["file"][len(prefix) :]
-                return file[:200], int(match["line"]), match["func"][:100]
+                file, number = match["file"][len(prefix) :], int(match["line"])
+                return file[:200], number, qualified(work / file, number, match["func"])[:100]
     return None
+
+
+#: the largest source file whose functions `qualified` reads
+MAX_SOURCE = 1 << 20
+
+
+def qualified(path: Path, line: int, name: str) -> str:
+    """`Value.backward` for the function `backward` running `line` of `path`. A dump names a
+    function by its code's name alone, where a traceback names it with its class and the
+    functions around it (`run.function_name`): read off the source, the message and the part
+    the failure is laid at are the same from every front end. `name` where the file cannot
+    tell (it is gone, too large, not Python, or holds no such function there)."""
+    import ast  # only for a case that timed out
+
+    try:
+        if path.stat().st_size > MAX_SOURCE:
+            return name
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return name
+    found, todo = name, [(tree, "")]
+    while todo:
+        node, outer = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            inside = outer
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if not child.lineno <= line <= (child.end_lineno or child.lineno):
+                    continue
+                inside = f"{outer}{child.name}."
+                if child.name == name and not isinstance(child, ast.ClassDef):
+                    found = inside[:-1]  # the innermost such function is visited last
+            todo.append((child, inside))
+    return found
 
 
 def complete(dump: str) -> bool:

@@ -127,10 +127,13 @@ class InProcessEngine:
                     lib = self.assignment.engine(self.modules, trace=case.trace)
                     run = run_case(case, lib, self.roots, tape=False)
             except hang.CaseTimedOut as exc:
-                fault = self.policy.out_of_budget(budget or 0.0, self._where(exc), self.name, needs)
-                run = Run(fault=fault)
+                where = self._where(exc)
+                fault = self.policy.out_of_budget(budget or 0.0, where, self.name, needs)
+                run = Run(fault=fault, stuck_in=where[2] if where else "")
             except hang.WallTimeout as exc:
-                run = Run(fault=self.policy.timed_out(wall, self._where(exc), count=budget is None))
+                where = self._where(exc)
+                fault = self.policy.timed_out(wall, where, count=budget is None)
+                run = Run(fault=fault, stuck_in=where[2] if where else "")
             except SystemExit as exc:  # the case's fault, and the run goes on, as in the sandbox
                 run = Run(fault=exit_fault(exit_failure(exc, self.roots)))
             run.seconds = time.perf_counter() - started

@@ -72,6 +72,9 @@ class Run:
     #: set by trusted code when the case could not run to the end: a timeout, a crash, a
     #: load error, a malformed result. The case scores zero with this as its message.
     fault: str | None = None
+    #: a case that ran out of time: the function of the submission it was stuck in, which its
+    #: failure is laid at (`hints.function_blame`) for the count of what each part costs
+    stuck_in: str = ""
     #: seconds the case took on the submission, as the grader's clock saw it (0 if unknown)
     seconds: float = 0.0
     #: what loading the submission noted while the case ran (a stand-in for an absent module)

@@ -387,7 +387,7 @@ class SandboxEngine:
         """A case the worker ended when its CPU budget ran out: a timeout, saying where."""
         location = run.failure.where if run.failure is not None else None
         fault = self.policy.out_of_budget(self._cpu(case), location, case.assignment, self._needs(case))
-        return Run(fault=fault, seconds=run.seconds)
+        return Run(fault=fault, seconds=run.seconds, stuck_in=location[2] if location else "")
 
     def _deadline(self, seconds: float) -> tuple[float, bool]:
         """When to give up waiting, and whether it is the budget (not the timeout) that ends it."""
@@ -406,13 +406,15 @@ class SandboxEngine:
                 raise BudgetExhausted(f"grading budget exhausted ({self.budget.seconds:g} s)") from None
             if work is None:
                 raise Fault(f"timed out after {seconds:.3g} s") from None
-            raise Fault(self._hung(worker, seconds, work, case)) from None
+            raise self._hung(worker, seconds, work, case) from None
 
-    def _hung(self, worker: WorkerProcess, seconds: float, work: Path, case: Case | None) -> str:
-        """A timeout's message; a case with a CPU budget (this was its backstop) is no hang
-        that the cut-off counts."""
+    def _hung(self, worker: WorkerProcess, seconds: float, work: Path, case: Case | None) -> Fault:
+        """A timeout, saying where the worker was stuck; a case with a CPU budget (this was
+        its backstop) is no hang that the cut-off counts."""
         budgeted = case is not None and bool(self._cpu(case))
-        return self.policy.timed_out(seconds, self._stuck_at(worker, work), count=not budgeted)
+        location = self._stuck_at(worker, work)
+        message = self.policy.timed_out(seconds, location, count=not budgeted)
+        return Fault(message, stuck_in=location[2] if location else "")
 
     @staticmethod
     def _stuck_at(worker: WorkerProcess, work: Path) -> tuple[str, int, str] | None:
@@ -492,7 +494,8 @@ class SandboxEngine:
                 reason = (
                     str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
                 )
-                runs[case.id] = Run(fault=reason + (" during the case" if isinstance(fault, Crash) else ""))
+                during = " during the case" if isinstance(fault, Crash) else ""
+                runs[case.id] = Run(fault=reason + during, stuck_in=getattr(fault, "stuck_in", ""))
                 return cases[i + 1 :]
             if not self._check(worker, assignment, last=i == len(cases) - 1):
                 runs[case.id] = Run(fault=UNCHECKED)

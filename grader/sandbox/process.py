@@ -43,7 +43,12 @@ STARTUP = 10.0
 
 
 class Fault(Exception):
-    """The worker did not deliver: the reason, in words meant for the student."""
+    """The worker did not deliver: the reason, in words meant for the student; for a case
+    that ran out of time, the function it was stuck in (`Run.stuck_in`)."""
+
+    def __init__(self, reason: str, stuck_in: str = "") -> None:
+        super().__init__(reason)
+        self.stuck_in = stuck_in
 
 
 class Timeout(Fault):

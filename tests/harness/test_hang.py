@@ -72,7 +72,8 @@ def test_a_backward_that_never_returns_times_out_case_by_case(tmp_path, oracle):
     assert failed and all(r.id not in forward for r in failed)
     for r in failed:
         assert r.status == "timed out", (r.id, r.message)
-        assert "backward (engine.py, line" in r.message, r.message
+        assert "in Value.backward (engine.py, line" in r.message, r.message
+        assert r.blame == "backward", (r.id, r.blame)  # counted where it was stuck
     # the short CPU budget ended most of them (a deep chain's budget is PyTorch's time,
     # and on a busy machine the wall-clock deadline may come first)
     short = [r for r in failed if "of CPU" in r.message and "probe" in r.message]
@@ -306,7 +307,8 @@ def test_a_rule_that_never_returns_fails_only_the_cases_that_call_it(tmp_path, o
     assert failed and {r.id for r in failed} <= uses_relu
     for r in failed:
         assert r.status == "timed out", (r.id, r.message)
-        assert "_backward (engine.py, line" in r.message, r.message
+        assert "in Value.relu._backward (engine.py, line" in r.message, r.message
+        assert r.blame == "relu", (r.id, r.blame)  # counted where it was stuck, from every front end
     # the short CPU budget the probe gave them ended them (in the sandbox, on a busy machine,
     # the wall-clock backstop behind a budget may come first)
     short = [
@@ -409,6 +411,7 @@ def test_a_needle_rule_that_never_returns_fails_only_the_cases_that_use_its_op(t
     uses_tanh = {r.id for r in report.results if "Tanh" in r.ops}
     assert failed and {r.id for r in failed} <= uses_tanh
     assert all(r.status == "timed out" for r in failed), [r.message for r in failed]
+    assert {r.blame for r in failed} == {"Tanh"}  # stuck in Tanh.gradient
     short = [r for r in failed if "through Tanh did not return on the grader's tiny probe" in r.message]
     assert short if sandbox else short == failed, [r.message for r in failed]
     forward = [r for r in report.results if "Tanh" in r.ops and r.topic == "forward"]

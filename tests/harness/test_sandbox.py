@@ -339,11 +339,11 @@ def test_a_timed_out_case_says_where_it_was_stuck(tmp_path, oracle, monkeypatch)
     hung = [r.message for r in report.results if "timed out" in r.message]
     assert len(hung) == len([r for r in report.results if "mul_rule" not in r.id]) > REPEATS
     for message in hung:
-        assert re.search(rf"in backward \(engine\.py, line ({line}|{line - 1})\)", message), message
+        assert re.search(rf"in Value\.backward \(engine\.py, line ({line}|{line - 1})\)", message), message
     assert not any("cut to" in m for m in hung[:REPEATS])
     cut = f"timed out after {SHORT_TIMEOUT:g} s"
     assert all(
-        m.startswith(cut) and f"once {REPEATS} cases had hung in backward" in m for m in hung[REPEATS:]
+        m.startswith(cut) and f"once {REPEATS} cases had hung in Value.backward" in m for m in hung[REPEATS:]
     )
 
 
@@ -371,10 +371,38 @@ def test_hang_location_ignores_frames_outside_the_submission(tmp_path):
     )
     assert hang.where(dump, work) == ("micrograd/engine.py", 42, "backward")
     assert hang.where("no dump here", work) is None
-    assert hang.describe(hang.where(dump, work)) == " in backward (engine.py, line 42)"
+    assert hang.describe(hang.where(dump, work)) == " in backward (engine.py, line 42)"  # no such file
     # a dump still being written is complete once the cases' thread's bottom frame is
     cases_thread = dump[dump.index("Current thread") :]
     assert hang.complete(cases_thread) and not hang.complete(cases_thread[: cases_thread.rfind("worker.py")])
+
+
+def test_a_hang_names_its_function_as_a_traceback_would(tmp_path):
+    """A dump names a function by its code's name alone; read off the source, the message
+    names it with its class and the functions around it, as the in-process engine's does."""
+    work = tmp_path / "work"
+    (work / "micrograd").mkdir(parents=True)
+    source = (
+        "class Value:\n"
+        "    def backward(self):\n"
+        "        while True:\n"  # line 3
+        "            pass\n"
+        "\n"
+        "    def __mul__(self, other):\n"
+        "        def _backward():\n"
+        "            return 1\n"  # line 8
+        "        return _backward\n"
+        "\n"
+        "def backward():\n"
+        "    return 2\n"  # line 12
+    )
+    (work / "micrograd" / "engine.py").write_text(source)
+    frame = '  File "{work}/micrograd/engine.py", line {line} in {func}\n'
+    bottom = f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
+    for line, func, named in [(3, "backward", "Value.backward"), (8, "_backward", "Value.__mul__._backward"),
+                              (12, "backward", "backward"), (3, "other", "other")]:  # fmt: skip
+        dump = "Current thread 0x2:\n" + frame.format(work=work, line=line, func=func) + bottom
+        assert hang.where(dump, work) == ("micrograd/engine.py", line, named)
 
 
 # ---- integrity ----
