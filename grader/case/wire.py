@@ -33,6 +33,7 @@ TAPE_KEYS = (
     "requires_grad",
     "differentiable",
     "carries_over",
+    "grad_is_node",
 )
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
 ASK_TAPE = b"t"

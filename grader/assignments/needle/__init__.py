@@ -47,6 +47,7 @@ ACCOUNTS = (
     "NoGradientError",
     "NotDifferentiableError",
     "NumpyOperandError",
+    "GradientListError",
 )
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
 #: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)

@@ -46,7 +46,11 @@ class NoGradientError(ValueError):
 def _rule_place(op: Any) -> tuple[str, int, str] | None:
     """Where `op`'s gradient rule is defined, as `describe_exception` names a place: a
     failure found by the grader (not raised in the rule) is laid at that rule."""
-    code = getattr(type(op).gradient, "__code__", None)
+    return _defined_at(type(op).gradient)
+
+
+def _defined_at(function: Any) -> tuple[str, int, str] | None:
+    code = getattr(function, "__code__", None)
     return None if code is None else (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
 
 
@@ -130,6 +134,21 @@ class NotDifferentiableError(ValueError):
         self.found = found
         how = "" if found == NUMPY_OPERAND else " builds a gradient that backward cannot differentiate again"
         super().__init__(f"{type(op).__name__}.gradient{how}: a backward through its gradient raised {cause}")
+
+
+class GradientListError(TypeError):
+    """backward stored a node's gradient as the list of its partial adjoints (or another
+    sequence), not their sum: reading it, or differentiating it again, raised far from the
+    line that stored it."""
+
+    def __init__(self, got: Any, where: Any) -> None:
+        #: backward, where the gradients are stored: the failure's place
+        self.where = where
+        count = len(got)
+        super().__init__(
+            f"backward stored a node's grad as a {type(got).__name__} of {count} item{'s' * (count != 1)}, "
+            "where a gradient is one Tensor: the sum of the partial adjoints the node received"
+        )
 
 
 #: what a rule probed alone raises when it returned the wrong thing: the probe's answer
@@ -397,7 +416,7 @@ class NeedleBackend(TensorBackend):
         return self.value_of(x.raw)
 
     def grad_node(self, x: Node) -> Node:
-        grad = getattr(x.raw, "grad", None)
+        grad = self._stored_grad(x.raw)
         if grad is None:
             raise ValueError("x.grad is not set: backward() did not give this node a gradient")
         return self.wrap(grad, "grad", (x,))
@@ -470,11 +489,12 @@ class NeedleBackend(TensorBackend):
         adjoints it contributed, if backward was right). When a node's gradient is wrong and
         every consumer's rule is right, the diagnostic blames backward's sum, not a rule.
         Leaves also carry `requires_grad`, and a `grad` step (a gradient differentiated
-        again) `carries_over`; in such a case each op node also holds `rule_fixed`, its rule
-        probed with `fixed_out_grad` (PyTorch knows no gradient of the first graph's interior
-        nodes then). A rule that returns no Tensor raises here."""
+        again) `carries_over` and `grad_is_node`; in such a case each op node also holds
+        `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
+        first graph's interior nodes then). A rule that returns no Tensor raises here."""
         tape = super().read_tape()
-        carries = self._carries_over() if self._differentiates_a_gradient() else None
+        again = self._differentiates_a_gradient()
+        carries, is_node = (self._carries_over(), self._gradient_is_a_node()) if again else (None, None)
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if step.op in ("leaf", "parameter"):
@@ -491,8 +511,20 @@ class NeedleBackend(TensorBackend):
                         fixed = fixed_out_grad(data.shape).astype(data.dtype)
                         entry["rule_fixed"] = self.probed_alone(step.op, self._probe, i, fixed)
             elif step.op == "grad":
-                entry["carries_over"] = carries
+                entry["carries_over"], entry["grad_is_node"] = carries, is_node
         return tape
+
+    def _gradient_is_a_node(self) -> Quantity | None:
+        """backward() from sum(x * x), x a fresh leaf: 1 when x's gradient is a node of the
+        graph (made by an op: the add of its two partial adjoints), 0 when it is a leaf (a
+        gradient detached, or made anew from NumPy, which a backward through it cannot
+        differentiate), None when the probe cannot tell (an op or backward raised)."""
+        try:
+            x = self.Tensor(np.array([0.5, -1.5, 2.0], dtype="float32"), requires_grad=True)
+            (x * x).sum().backward()
+            return Quantity((0.0 if getattr(x.grad, "op", None) is None else 1.0,), ())
+        except Exception:
+            return None
 
     def _carries_over(self) -> Quantity | None:
         """backward() twice from the output of a fresh graph, sum(x * x): 1 when a node then
@@ -757,8 +789,16 @@ class NeedleBackend(TensorBackend):
         return None if raw is None else quantity(_data(raw))  # None: a rule returned no gradient
 
     def grad_of(self, raw: Any) -> Quantity | None:
-        grad = getattr(raw, "grad", None)
+        grad = self._stored_grad(raw)
         return None if grad is None else quantity(_data(grad))
+
+    def _stored_grad(self, raw: Any) -> Any:
+        """The gradient backward stored on a node (None: none); a list of its partial
+        adjoints is said as backward's, at backward's place."""
+        grad = getattr(raw, "grad", None)
+        if isinstance(grad, (list, tuple)):
+            raise GradientListError(grad, _defined_at(getattr(self.autograd, hints.BACKWARD, None)))
+        return grad
 
 
 #: what `grader.assignments.get` hands the grader

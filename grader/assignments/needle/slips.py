@@ -136,6 +136,18 @@ def carries_over(evidence: Any) -> dict[str, str] | None:
     return {} if any(q is not None and q.data[0] == 1.0 for q in said) else None
 
 
+def gradient_detached(evidence: Any) -> dict[str, str] | None:
+    """A case that differentiates a gradient has a wrong gradient, and backward, run on a
+    fresh sum(x * x), left x a gradient that is a leaf (the adapter's `grad_is_node` probe):
+    the gradient the case differentiates has no graph, so the backward through it sends
+    nothing back."""
+    tape = evidence.tape
+    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
+        return None
+    said = [tape.actual[k].get("grad_is_node") for k, step in enumerate(tape.steps) if step.op == "grad"]
+    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+
+
 def _gradients(evidence: Any, reason: str) -> list[Any]:
     """The gradients among the results that differ, for `reason` ("shape", "dtype")."""
     return [
@@ -794,6 +806,15 @@ SLIPS = (
         numpy_operand,
         blame="{op}",
         replaces=(hints.HIGHER_ORDER,),
+    ),
+    Slip(
+        "gradient-detached",
+        "backward stores each gradient as a new leaf, cut off from the graph (detached, or made "
+        "anew from NumPy): a gradient must stay a node built with needle's ops from out_grad, so "
+        "that a backward through it can differentiate it",
+        gradient_detached,
+        blame="backward",
+        replaces=(hints.HIGHER_ORDER, hints.REPEATED_BACKWARD),
     ),
     Slip(
         "kept-earlier-gradient",

@@ -376,6 +376,39 @@ BUGS = [
         slip=("out_grad",),
     ),
     Bug(
+        "gradient-detached",
+        "backward stores each gradient detached from the graph, which a backward through it cannot "
+        "differentiate",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        node.grad = sum_node_list(node_to_output_grads_list[node]).detach()\n",
+            )
+        ],
+        caught_by=["test_higher_order::power_second_derivative", "test_higher_order::gradient_norm"],
+        says=("backward", "compute_gradient_of_variables"),
+        slip=("a new leaf", "cut off from the graph"),
+    ),
+    Bug(
+        "grad-stored-as-list",
+        "backward stores each node's list of partial adjoints as its grad, and sums it only to pass it on",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+                "        node.grad = node_to_output_grads_list[node]\n",
+            ),
+            (
+                AUTOGRAD,
+                "node.op.gradient_as_tuple(node.grad, node)",
+                "node.op.gradient_as_tuple(sum_node_list(node.grad), node)",
+            ),
+        ],
+        caught_by=["test_ops::op_backward[add]", "test_composite::partial_adjoints_summed"],
+        says=("backward stored a node's grad as a list of", "the sum of the partial adjoints"),
+    ),
+    Bug(
         "grads-accumulate-across-backward",
         "backward adds to the gradient of an earlier backward instead of assigning it",
         [
