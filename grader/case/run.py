@@ -121,6 +121,13 @@ def function_name(code: CodeType) -> str:
     return code.co_qualname.replace(".<locals>", "")
 
 
+def defined_at(function: Any) -> tuple[str, int, str] | None:
+    """Where `function` is defined, as `describe_exception` names a place: a failure that the
+    grader finds (not one raised there) is laid at it. None: not a Python function."""
+    code = getattr(function, "__code__", None)
+    return None if code is None else (Path(code.co_filename).name, code.co_firstlineno, function_name(code))
+
+
 def said(exc: BaseException) -> str:
     """`str(exc)`, which may run the submission's code (a KeyError's message is its key's
     repr, a Value's `__repr__`): where that raises too, the message says so, and the case

@@ -14,5 +14,6 @@ OPS = (
 CORE = ("add", "radd", "mul", "rmul", "pow")
 #: a micrograd case relies on nothing but ops
 FEATURES: tuple[str, ...] = ()
-#: its adapter gives no account of its own of an exception (see needle's)
-ACCOUNTS: tuple[str, ...] = ()
+#: the grader's own accounts of an exception a case raised (the adapter's exception classes):
+#: each says its cause in full (`grader.verdict.compare.FINDINGS`)
+ACCOUNTS = ("ParameterCountError",)

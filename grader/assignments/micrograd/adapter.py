@@ -12,6 +12,7 @@ from grader.assignments.micrograd.backend import WRAPPED_SEED, Model, ScalarBack
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
+from grader.case.run import defined_at
 
 #: the most nodes one op may create (a composite tanh has a handful; more is a runaway graph)
 MAX_OP_NODES = 10_000
@@ -19,6 +20,24 @@ MAX_OP_NODES = 10_000
 
 def _number(x: Any) -> float:
     return float(x)
+
+
+class ParameterCountError(ValueError):
+    """An MLP's parameters() lists another number of Values than its neurons have weights and
+    biases: said with what the count shows (each neuron's bias left out, or its weights),
+    placed at the `parameters` that must list them."""
+
+    def __init__(self, nin: int, nouts: list[int], got: int, want: int, nn: Any) -> None:
+        neurons = sum(nouts)
+        if want - got == neurons:
+            shows, culprit = f"{neurons} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
+        elif got == neurons:
+            shows, culprit = "one for each neuron: each neuron's weights are left out", "Neuron"
+        else:
+            shows, culprit = "each neuron lists its nin weights, then its bias", "MLP"
+        #: the `parameters` at fault: the failure's place
+        self.where = defined_at(getattr(getattr(nn, culprit, None), "parameters", None))
+        super().__init__(f"MLP({nin}, {nouts}).parameters() lists {got} Values where it has {want}: {shows}")
 
 
 #: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
@@ -314,7 +333,7 @@ class MicrogradBackend(ScalarBackend):
         params = list(model.parameters())
         flat = [v for layer in mlp_weights(nin, nouts, seed) for w, b in layer for v in (*w, b)]
         if len(params) != len(flat):
-            raise ValueError(f"MLP({nin}, {nouts}) has {len(params)} parameters, expected {len(flat)}")
+            raise ParameterCountError(nin, list(nouts), len(params), len(flat), self.nn)
         for p, v in zip(params, flat, strict=True):
             p.data = v
         nodes = self.parameter_nodes(params, nin, nouts)

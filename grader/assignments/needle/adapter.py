@@ -32,7 +32,7 @@ from grader.assignments.needle.backend import (
 from grader.case.backend import OPERATORS, MissingOp
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
-from grader.case.run import function_name
+from grader.case.run import defined_at, function_name
 from grader.case.trace import Node, NodeRef
 
 #: the most nodes one op may build (a compound operator builds two or three)
@@ -46,12 +46,7 @@ class NoGradientError(ValueError):
 def _rule_place(op: Any) -> tuple[str, int, str] | None:
     """Where `op`'s gradient rule is defined, as `describe_exception` names a place: a
     failure found by the grader (not raised in the rule) is laid at that rule."""
-    return _defined_at(type(op).gradient)
-
-
-def _defined_at(function: Any) -> tuple[str, int, str] | None:
-    code = getattr(function, "__code__", None)
-    return None if code is None else (Path(code.co_filename).name, code.co_firstlineno, code.co_qualname)
+    return defined_at(type(op).gradient)
 
 
 class GradientTypeError(TypeError):
@@ -797,7 +792,7 @@ class NeedleBackend(TensorBackend):
         adjoints is said as backward's, at backward's place."""
         grad = getattr(raw, "grad", None)
         if isinstance(grad, (list, tuple)):
-            raise GradientListError(grad, _defined_at(getattr(self.autograd, hints.BACKWARD, None)))
+            raise GradientListError(grad, defined_at(getattr(self.autograd, hints.BACKWARD, None)))
         return grad
 
 

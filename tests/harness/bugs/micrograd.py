@@ -587,6 +587,13 @@ BUGS = [
         says=("TypeError", "unhashable"),
         slip=("must be hashable", "__hash__ = object.__hash__"),
     ),
+    Bug(
+        "bias-not-a-parameter",
+        "Neuron.parameters() lists the weights and leaves out the bias",
+        [(NN, "        return self.w + [self.b]\n", "        return self.w\n")],
+        caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward", "test_accumulation::zero_grad"],
+        says=("parameters() lists", "each neuron's bias is left out"),
+    ),
 ]
 
 BY_NAME = {bug.name: bug for bug in BUGS}
