@@ -242,9 +242,15 @@ def input_for_output(evidence: Any) -> dict[str, str] | None:
     return _swapped(evidence, ("exp", "tanh", "sigmoid"))
 
 
+#: log's rule divided by zero: by its output, log(1) = 0, which is where it raised
+_LOG_DIVIDED_BY_ZERO = raised("ZeroDivisionError", at=("log",))
+
+
 def output_for_input(evidence: Any) -> dict[str, str] | None:
-    """log: the derivative is written with the output where the formula reads the input."""
-    return _swapped(evidence, ("log",))
+    """log: the derivative is written with the output where the formula reads the input; or
+    its rule divided by zero, which only the output can be (log(1) = 0: the input is never 0)."""
+    found = _swapped(evidence, ("log",))
+    return found or ({"op": "log"} if _LOG_DIVIDED_BY_ZERO(evidence) is not None else None)
 
 
 def own_input(evidence: Any) -> dict[str, str] | None:

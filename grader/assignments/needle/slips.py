@@ -314,11 +314,14 @@ def relu_output_as_slope(evidence: Any) -> dict[str, str] | None:
 
 
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
-    """PowerScalar's gradient took a to the power n (or n - 2) where the derivative has
-    n - 1: what it sent is PyTorch's times a (or over a), away from 0 and from +-1."""
-    for op, x, _, _, e, a in _rules(evidence):
+    """PowerScalar's gradient (or EWisePow's for its base a) took a to the power n (or n - 2)
+    where the derivative has n - 1: what it sent is PyTorch's times a (or over a), away from
+    0 and from +-1."""
+    rows = [(op, x, e, a) for op, x, _, _, e, a in _rules(evidence)]
+    rows += [("EWisePow", x, e, a) for x, _, e, a in _first_input_rules(evidence, "EWisePow")]
+    for op, x, e, a in rows:
         x, e, a = (np.reshape(v, -1) for v in (x, e, a))
-        if op != "PowerScalar" or not x.size == e.size == a.size:
+        if op not in ("PowerScalar", "EWisePow") or not x.size == e.size == a.size:
             continue
         away = ~np.isclose(np.abs(x), 0.0) & ~np.isclose(np.abs(x), 1.0)  # (there, a * x tells nothing)
         x, e, a = x[away], e[away], a[away]
@@ -342,7 +345,7 @@ def inverted(evidence: Any) -> dict[str, str] | None:
     multiplied by its input, EWiseDiv's multiplied a's by b): it gave g * c where PyTorch's is
     g / c, or the other way round, so the two multiply to g**2."""
     rows = [(op, g, e, a) for op, _, _, g, e, a in _rules(evidence)]
-    rows += [("EWiseDiv", g, e, a) for g, e, a in _first_input_rules(evidence, "EWiseDiv")]
+    rows += [("EWiseDiv", g, e, a) for _, g, e, a in _first_input_rules(evidence, "EWiseDiv")]
     for op, g, e, a in rows:
         g, e, a = (np.reshape(v, -1) for v in (g, e, a))
         if op in INVERTED and g.size == e.size == a.size and _same(a * e, g * g) and not _same(a, e):
@@ -350,23 +353,26 @@ def inverted(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def _first_input_rules(evidence: Any, op_class: str) -> list[tuple[Any, Any, Any]]:
-    """(the out_grad, PyTorch's gradient for the first input, the submission's) for each
-    two-input `op_class` node: its rule run alone for input 0, or probed alone in a backward
-    on a node whose own gradient is right (the probe holds the first input's gradient first)."""
+def _first_input_rules(evidence: Any, op_class: str) -> list[tuple[Any, Any, Any, Any]]:
+    """(the first input, the out_grad, PyTorch's gradient for the first input, the
+    submission's) for each two-input `op_class` node: its rule run alone for input 0, or
+    probed alone in a backward on a node whose own gradient is right (the probe holds the
+    first input's gradient first)."""
     tape, found = evidence.tape, []
     for i, step in enumerate(tape.steps if tape.actual else ()):
         alone = step.op == f"{op_class}.gradient" and step.kwargs.get("input", 0) == 0
         if alone and tape.differs(i, "value"):
-            _, out_grad = (r.index for r in step.inputs[:2])
+            node, out_grad = (r.index for r in step.inputs[:2])
             e, a = tape.expected[i]["value"], tape.actual[i]["value"]
             if a is not None and e.shape == a.shape:
-                found.append((evidence.value(out_grad), e.array(), a.array()))
+                x = evidence.value(evidence.inputs(node)[0])
+                found.append((x, evidence.value(out_grad), e.array(), a.array()))
         elif _probed_in_backward(evidence, i, op_class, 2):
             pair = evidence.rule_pair(i)
             g = tape.expected[i]["grad"].array().reshape(-1)
             if pair is not None and pair[0].size == pair[1].size >= g.size:
-                found.append((g, pair[0][: g.size], pair[1][: g.size]))
+                x = evidence.value(evidence.inputs(i)[0]).reshape(-1)
+                found.append((x, g, pair[0][: g.size], pair[1][: g.size]))
     return found
 
 
@@ -431,6 +437,25 @@ def wrong_sign(evidence: Any) -> dict[str, str] | None:
             want, got = m.expected.array(), m.actual.array()
             if not _same(want, np.zeros_like(want)) and _same(got, -want):
                 return {"op": _op(evidence), "of": m.name}
+    return _partial_adjoint_flipped(evidence)
+
+
+def _partial_adjoint_flipped(evidence: Any) -> dict[str, str] | None:
+    """A rule probed alone in a backward, on a node whose own gradient is right, sent one of
+    its inputs PyTorch's partial adjoint with the sign flipped, where the case's gradients
+    mix it with others' (b's in `a / b` beside what b's other uses send)."""
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps if tape.actual else ()):
+        op, inputs = tape.hints.op_class(step.op, step.inputs), evidence.inputs(i)
+        if not op or not inputs or not _probed_in_backward(evidence, i, op, len(inputs)):
+            continue
+        pair, start = evidence.rule_pair(i), 0
+        for x in inputs if pair is not None else ():
+            size = evidence.value(x).size
+            e, a = (side[start : start + size] for side in pair)
+            start += size
+            if e.size == size and not _same(e, np.zeros_like(e)) and _same(a, -e):
+                return {"op": op, "of": f"its partial adjoint for {tape.name(x)}"}
     return None
 
 

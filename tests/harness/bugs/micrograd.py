@@ -306,7 +306,11 @@ BUGS = [
         "log-divides-by-output",
         "log's rule divides by log(x) instead of by x",
         [(ENGINE, "(1.0 / self.data) * out.grad", "(1.0 / out.data) * out.grad")],
-        caught_by=["test_ops::rule[log*]", "test_hidden_ops::hidden_rule[log-ten]"],
+        caught_by=[
+            "test_ops::rule[log*]",
+            "test_hidden_ops::hidden_rule[log-ten]",
+            "test_hidden_ops::hidden_rule[log-one]",  # log(1) = 0: the rule divides by zero
+        ],
         says=("log",),
         slip=("uses its output",),
     ),
