@@ -48,6 +48,7 @@ ACCOUNTS = (
     "NotDifferentiableError",
     "NumpyOperandError",
     "GradientListError",
+    "SeedMissingError",
 )
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose
 #: axes are an int (`x.sum(axes=1)`) rather than a tuple (`axes=(1,)`)

@@ -131,6 +131,23 @@ class NotDifferentiableError(ValueError):
         super().__init__(f"{type(op).__name__}.gradient{how}: a backward through its gradient raised {cause}")
 
 
+class SeedMissingError(KeyError):
+    """backward looked up the output's own partial adjoints and found none: it began with an
+    empty record, where the output's list holds out_grad."""
+
+    def __init__(self, where: Any) -> None:
+        #: backward: the failure's place
+        self.where = where
+        super().__init__()
+
+    def __str__(self) -> str:  # a KeyError's own would quote its key
+        return (
+            "backward found no partial adjoint for the output itself: the output's first partial "
+            "adjoint is out_grad, its own gradient (ones when backward is given none), recorded before "
+            "any node is visited"
+        )
+
+
 class GradientListError(TypeError):
     """backward stored a node's gradient as the list of its partial adjoints (or another
     sequence), not their sum: reading it, or differentiating it again, raised far from the
@@ -720,8 +737,16 @@ class NeedleBackend(TensorBackend):
                     if g.shape != _data(x).shape:
                         return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
         found = self._not_differentiable() if self._differentiates_a_gradient() else None
-        found = found or self._returned_wrong_in_graph(exc)
+        found = found or self._returned_wrong_in_graph(exc) or self._seed_missing(exc)
         return found or self._misshapen_out_grad(exc) or _sort_given_a_node(exc)
+
+    def _seed_missing(self, exc: BaseException) -> SeedMissingError | None:
+        """backward raised a KeyError for the very output it was called on: it never
+        recorded out_grad as the output's first partial adjoint."""
+        found = _called(exc, hints.BACKWARD, 2)  # (output_tensor, out_grad)
+        if not isinstance(exc, KeyError) or found is None or not exc.args or exc.args[0] is not found[0][0]:
+            return None
+        return SeedMissingError(defined_at(getattr(self.autograd, hints.BACKWARD, None)))
 
     def _returned_wrong_in_graph(self, exc: BaseException) -> BaseException | None:
         """The exception was raised in a backward walking a graph that holds ops off the tape

@@ -391,6 +391,19 @@ BUGS = [
         slip=("a new leaf", "cut off from the graph"),
     ),
     Bug(
+        "output-adjoint-unrecorded",
+        "backward starts its record of partial adjoints empty, without out_grad for the output",
+        [
+            (
+                AUTOGRAD,
+                "    node_to_output_grads_list = {output_tensor: [out_grad]}\n",
+                "    node_to_output_grads_list = {}\n",
+            )
+        ],
+        caught_by=["test_ops::op_backward[add]", "test_composite::partial_adjoints_summed"],
+        says=("no partial adjoint for the output itself", "out_grad"),
+    ),
+    Bug(
         "grad-stored-as-list",
         "backward stores each node's list of partial adjoints as its grad, and sums it only to pass it on",
         [
