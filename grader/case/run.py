@@ -132,7 +132,7 @@ def said(exc: BaseException) -> str:
     """`str(exc)`, which may run the submission's code (a KeyError's message is its key's
     repr, a Value's `__repr__`): where that raises too, the message says so, and the case
     is reported as any other that raised. Left to propagate, it ended the sandbox's worker
-    in every such case, each then saying only that the worker exited."""
+    in every such case, each then saying only that the submission's process exited."""
     try:
         return str(exc)
     except Exception as inner:

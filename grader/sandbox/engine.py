@@ -34,7 +34,16 @@ from grader.case.limits import PROBE_WAIT, REPEATS, TimePolicy
 from grader.case.quantity import MalformedResult, Quantity
 from grader.case.run import Run, exit_fault
 from grader.sandbox import bwrap, confine, scratch
-from grader.sandbox.process import Crash, Fault, Limits, Timeout, WorkerProcess
+from grader.sandbox.process import (
+    SUBMISSION_PROCESS,
+    Crash,
+    Fault,
+    Limits,
+    Timeout,
+    WorkerProcess,
+    malformed,
+    out_of_memory,
+)
 from grader.sandbox.protocol import parse_notes, parse_run, parse_tape
 from grader.sandbox.root import SandboxError, add_suite, build, copy_grader
 from grader.verdict.compare import needs_tape
@@ -45,7 +54,7 @@ SUITE_ORDER = ("public", "hidden")
 PHASE_END = 5.0
 #: seconds a timed-out worker has to dump its stacks (`hang`) before it is killed
 DUMP_WAIT = 0.5
-UNCHECKED = "the worker exited before its result could be checked"
+UNCHECKED = f"{SUBMISSION_PROCESS} exited before its result could be checked"
 THREADS = (
     "{what} started {count} thread(s) still running {when}: threads are not allowed in graded code "
     "(what they do depends on timing, so would the score)"
@@ -463,7 +472,7 @@ class SandboxEngine:
         if loaded.get("kind") != "ready":
             message = loaded.get("message") if loaded.get("kind") == "load_error" else None
             if type(message) is not str:
-                message = f"importing {assignment} failed: the worker sent a malformed message"
+                message = f"importing {assignment} failed: {malformed('message')}"
             for case in cases:
                 runs[case.id] = Run(fault=self._local(message, work))
             return []
@@ -491,9 +500,7 @@ class SandboxEngine:
                     run.tape = parse_tape(self._wait(worker, self._timeout(case), work, case), case.id)
                 run.seconds = time.monotonic() - started
             except (Fault, MalformedResult) as fault:
-                reason = (
-                    str(fault) if isinstance(fault, Fault) else f"the worker sent a malformed result: {fault}"
-                )
+                reason = str(fault) if isinstance(fault, Fault) else f"{malformed('result')}: {fault}"
                 during = " during the case" if isinstance(fault, Crash) else ""
                 runs[case.id] = Run(fault=reason + during, stuck_in=getattr(fault, "stuck_in", ""))
                 return cases[i + 1 :]
@@ -511,9 +518,7 @@ class SandboxEngine:
                 run = Run(fault=fault, output=run.output, seconds=run.seconds)
             elif run.failure is not None:
                 if run.failure.type == "MemoryError":
-                    runs[case.id] = Run(
-                        fault=f"the worker ran out of memory (limit {self.limits.memory} MiB)"
-                    )
+                    runs[case.id] = Run(fault=out_of_memory(self.limits.memory))
                     return cases[i + 1 :]  # a fresh worker: this one may hold the memory still
                 run.failure.message = self._local(run.failure.message, work)
             runs[case.id] = run

@@ -92,11 +92,15 @@ def clean_env(work: Path) -> dict[str, str]:
     }
 
 
+#: how a fault names the process the submission's code ran in (a student knows no "worker")
+SUBMISSION_PROCESS = "the submission's process"
+
+
 def describe_exit(returncode: int, noise: str, memory: int) -> str:
     if "MemoryError" in noise:
-        return f"the worker ran out of memory (limit {memory} MiB)"
+        return out_of_memory(memory)
     if returncode >= 0:
-        return f"the worker exited with status {returncode}"
+        return f"{SUBMISSION_PROCESS} exited with status {returncode}"
     try:
         name = signal.Signals(-returncode).name
     except ValueError:
@@ -105,7 +109,16 @@ def describe_exit(returncode: int, noise: str, memory: int) -> str:
         "SIGSEGV": " (often a stack overflow from unbounded recursion)",
         "SIGXFSZ": " (it wrote a file larger than the limit)",
     }.get(name, "")
-    return f"the worker was killed by {name}{hint}"
+    return f"{SUBMISSION_PROCESS} was killed by {name}{hint}"
+
+
+def out_of_memory(memory: int) -> str:
+    return f"{SUBMISSION_PROCESS} ran out of memory (limit {memory} MiB)"
+
+
+def malformed(what: str) -> str:
+    """A message from the sandbox that breaks the protocol: forged, truncated or huge."""
+    return f"{SUBMISSION_PROCESS} sent a malformed {what}"
 
 
 def _before_exec(confine: Callable[[], None] | None) -> None:
@@ -289,7 +302,7 @@ class WorkerProcess:
         except BlockingIOError:
             pass
         except MalformedResult as exc:
-            raise Fault(f"the worker sent a malformed result: {exc}") from None
+            raise Fault(f"{malformed('result')}: {exc}") from None
 
     def read_proc(self, name: str) -> bytes | None:
         """The worker's /proc/PID/`name` as it is now (None: it cannot be read). Each file is
@@ -328,7 +341,7 @@ class WorkerProcess:
         try:
             code = self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
-            return "the worker closed its result pipe"
+            return f"{SUBMISSION_PROCESS} closed the grader's result pipe"
         self._drain_noise()
         if self.wrapped:
             code = bwrap.exit_status(code)
@@ -358,11 +371,11 @@ class WorkerProcess:
             self._drain_noise()
             self._read_results()
             if self._resident_mib() > self.limits.memory:
-                raise Fault(f"the worker ran out of memory (limit {self.limits.memory} MiB)")
+                raise Fault(out_of_memory(self.limits.memory))
         try:
             return decode(self.pending.popleft())
         except MalformedResult as exc:
-            raise Fault(f"the worker sent a malformed result: {exc}") from None
+            raise Fault(f"{malformed('result')}: {exc}") from None
 
     def proceed(self) -> None:
         """Let the worker go on to its next case."""

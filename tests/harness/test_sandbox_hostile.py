@@ -18,6 +18,7 @@ import pytest
 from grader.pipeline import UNFILTERED
 from grader.report.gradescope import gradescope, write_json
 from grader.sandbox import Limits, confine, engine
+from grader.sandbox.process import SUBMISSION_PROCESS as PROCESS
 from tests.harness.grading import grade
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,9 +57,9 @@ EXPECTED = {
         "importing micrograd failed: KeyboardInterrupt in <module> (__init__.py, line 5)",
     ),
     "base_exception_in_backward": ("all", BACKWARD, IN_PROCESS["base_exception_in_backward"]),
-    # os._exit() cannot be caught: it ends the worker
-    "os_exit_at_import": ("all", ALL, "importing micrograd failed: the worker exited with status 0"),
-    "os_exit_in_backward": ("public", PUBLIC_BACKWARD, "the worker exited with status 7 during the case"),
+    # os._exit() cannot be caught: it ends the submission's process
+    "os_exit_at_import": ("all", ALL, f"importing micrograd failed: {PROCESS} exited with status 0"),
+    "os_exit_in_backward": ("public", PUBLIC_BACKWARD, f"{PROCESS} exited with status 7 during the case"),
     # the debugger stops on the line after breakpoint()
     "breakpoint_in_backward": (
         "public",
@@ -76,14 +77,14 @@ EXPECTED = {
     # the probe's own alarm stops tanh's rule (its limit sets the handler it needs): a short
     # budget ends each case; else the grader's kill after the timeout
     "signals_ignored": ("all", TANH, ("timed out after 0.5 s", "s of CPU in tanh._backward")),
-    "unbounded_recursion": ("public", PUBLIC_BACKWARD, "the worker was killed by SIGSEGV"),
+    "unbounded_recursion": ("public", PUBLIC_BACKWARD, f"{PROCESS} was killed by SIGSEGV"),
     # filling 512 MiB may take longer than the 0.5 s a case has here: either reason will do
     "memory_exhaustion": (
         "public",
         PUBLIC_BACKWARD,
-        ("the worker ran out of memory (limit 512 MiB)", "timed out"),
+        (f"{PROCESS} ran out of memory (limit 512 MiB)", "timed out"),
     ),
-    "memory_error": ("public", PUBLIC_BACKWARD, "the worker ran out of memory (limit 512 MiB)"),
+    "memory_error": ("public", PUBLIC_BACKWARD, f"{PROCESS} ran out of memory (limit 512 MiB)"),
     "output_flood": ("all", TANH, "wrong gradient from tanh"),
     "fake_results": ("all", TANH, "wrong gradient from tanh"),
     "monkeypatch": ("all", TANH, "wrong gradient from tanh"),
