@@ -941,11 +941,13 @@ def mlp_note(expected: Run, assignment: str) -> str:
 
 def _in_the_mlp(tape: Tape, diagnosis: Diagnosis, failure: Failure | None, assignment: str) -> bool:
     """Is the failure in the MLP's own code or its call, rather than in the engine it runs
-    on? An exception outside backward() and the rules; wrong numbers that no rule, no slip
-    and no part of backward() explains, or the catalogue's slips of the MLP's own."""
+    on? An exception outside backward(), the rules and the engine's node class; wrong numbers
+    that no rule, no slip and no part of backward() explains, or the catalogue's slips of the
+    MLP's own."""
     if failure is not None:
         func = failure.where[2] if failure.where else ""
-        return not (func.endswith("backward") or "_backward" in func)
+        engine = func.startswith(f"{tape.hints.ENGINE_CLASS}.")  # `Value.__rmul__`, `Value.__eq__`
+        return not (func.endswith("backward") or "_backward" in func or engine)
     wrong_rule = any(tape.rule(j) is False or tape.wrong_parts(j) for j in range(len(tape.steps)))
     mlp_slip = any(slip.name == diagnosis.slip and slip.blame == "mlp" for slip in slips_for(assignment))
     return mlp_slip or (diagnosis.blame in ("", "mlp") and not (diagnosis.slip or wrong_rule))

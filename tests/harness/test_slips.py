@@ -108,12 +108,16 @@ def test_each_catalogued_slip_is_named_where_it_is_made(assignment, oracle, tmp_
 
 def test_the_mlp_contract_is_stated_only_when_the_mlp_is_at_fault(oracle, tmp_path):
     """A wrong rule that an MLP runs on is named, without the MLP's contract (the student's
-    nn.py is right); a wrong MLP gets the contract."""
+    nn.py is right), and so is an exception raised in Value's own methods as the MLP runs
+    them; a wrong MLP gets the contract."""
     cases = [c for c in collect(REPO / "tests", ["micrograd"], ["public"]) if "test_mlp::" in c.id]
     rule = materialize(BY_NAME["mul-assigns"], tmp_path / "rule")
     failed = [r for r in score(cases, oracle, run_in_process(rule, cases), {}) if not r.passed]
     assert failed and all(r.blame == "mul" and "MLP contract" not in r.message for r in failed)
     assert all("(`+=`)" in r.message for r in failed)
+    unhashable = materialize(BY_NAME["value-eq-unhashable"], tmp_path / "unhashable")
+    failed = [r for r in score(cases, oracle, run_in_process(unhashable, cases), {}) if not r.passed]
+    assert failed and all(r.blame == "Value.__eq__" and "MLP contract" not in r.message for r in failed)
     mlp = materialize(BY_NAME["hidden-layers-linear"], tmp_path / "mlp")
     failed = [r for r in score(cases, oracle, run_in_process(mlp, cases), {}) if not r.passed]
     assert failed and all("MLP contract" in r.message for r in failed)

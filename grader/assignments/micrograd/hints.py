@@ -74,6 +74,8 @@ UNHASHABLE = (
 LAZY = ""
 LAZY_PART = ""
 HIGHER_ORDER = ""
+#: the engine's node class: an exception raised in its methods is the engine's, not an MLP's
+ENGINE_CLASS = "Value"
 MLP = (
     "the MLP contract: MLP(nin, nouts) (e.g. MLP(3, [4, 4, 1])) is called on a list of nin "
     "numbers or Values, model(x); each hidden layer applies ReLU, the last layer is linear; it "

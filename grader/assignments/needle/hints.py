@@ -73,6 +73,7 @@ HIGHER_ORDER = (
     "this case differentiates a gradient: gradient rules must build their result from the "
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
 )
+ENGINE_CLASS = "Tensor"
 MLP = ""
 
 
