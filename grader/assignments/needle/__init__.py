@@ -48,6 +48,7 @@ ACCOUNTS = (
     "NotDifferentiableError",
     "NumpyOperandError",
     "GradientListError",
+    "GradientNotStoredError",
     "SeedMissingError",
 )
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose

@@ -148,6 +148,19 @@ class SeedMissingError(KeyError):
         )
 
 
+class GradientNotStoredError(ValueError):
+    """A case read a node's gradient, and backward had stored none, not even on the output
+    it was called on: it stores no gradient anywhere."""
+
+    def __init__(self, where: Any) -> None:
+        #: backward, where the gradients are stored: the failure's place
+        self.where = where
+        super().__init__(
+            "x.grad is not set, nor is the gradient of the output backward was called on: backward "
+            "stores no gradient; each node's gradient, the sum of its partial adjoints, goes in its grad"
+        )
+
+
 class GradientListError(TypeError):
     """backward stored a node's gradient as the list of its partial adjoints (or another
     sequence), not their sum: reading it, or differentiating it again, raised far from the
@@ -430,6 +443,9 @@ class NeedleBackend(TensorBackend):
     def grad_node(self, x: Node) -> Node:
         grad = self._stored_grad(x.raw)
         if grad is None:
+            outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
+            if outputs and all(getattr(y, "grad", None) is None for y in outputs):
+                raise GradientNotStoredError(defined_at(getattr(self.autograd, hints.BACKWARD, None)))
             raise ValueError("x.grad is not set: backward() did not give this node a gradient")
         return self.wrap(grad, "grad", (x,))
 
