@@ -179,6 +179,16 @@ def not_reduced(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def size_one_axes_dropped(evidence: Any) -> dict[str, str] | None:
+    """A gradient with its input's numbers, in its input's order, in a shape without (or with
+    more) axes of size 1: the sum over the stretched axes was not reshaped back."""
+    for m in _gradients(evidence, "shape"):
+        squeezed = [n for n in m.expected.shape if n != 1] == [n for n in m.actual.shape if n != 1]
+        if squeezed and _same(np.asarray(m.actual.data), np.asarray(m.expected.data)):
+            return {"op": _op(evidence), "want": str(m.expected.shape), "got": str(m.actual.shape)}
+    return None
+
+
 def not_broadcast_back(evidence: Any) -> dict[str, str] | None:
     """A gradient with fewer entries than its input: what the forward reduced was not
     broadcast back."""
@@ -668,6 +678,12 @@ SLIPS = (
         "{op}'s gradient must have its input's shape: reshape out_grad back to the input's shape; "
         "a reshape moves no number, so nothing is summed or broadcast",
         reshape_not_undone,
+    ),
+    Slip(
+        "size-one-axes-dropped",
+        "{op}'s gradient has the right numbers in shape {got}: reshape it to its input's shape "
+        "{want}, whose axes of size 1 the sum left out",
+        size_one_axes_dropped,
     ),
     Slip(
         "not-reduced",

@@ -97,6 +97,23 @@ BUGS = [
         slip=("out_grad unchanged", "1 where a > 0"),
     ),
     Bug(
+        "sum-to-shape-not-reshaped",
+        "BroadcastTo's gradient sums the stretched axes away and leaves the sum in that shape",
+        [
+            (
+                OPS,
+                "    return reshape(summation(x, axes), shape) if axes else x\n",
+                "    return summation(x, axes) if axes else x\n",
+            )
+        ],
+        caught_by=[
+            "test_broadcast::broadcast_gradient[stretch-last]",
+            "test_broadcast::broadcast_gradient[stretch-first]",
+        ],
+        says=("BroadcastTo",),
+        slip=("right numbers", "reshape it to its input's shape"),
+    ),
+    Bug(
         "divscalar-multiplies",
         "DivScalar's gradient multiplies out_grad by the scalar where it must divide",
         [(OPS, "        return out_grad / self.scalar\n", "        return out_grad * self.scalar\n")],
