@@ -239,6 +239,9 @@ LAID_AT = {
     # backward kept every gradient in a local: a case that reads a gradient as a node raised
     # the adapter's "x.grad is not set" (once laid at no part)
     "needle/gradients-not-stored": (r"needle/test_(higher_order|hidden_graph)::", {"backward"}),
+    # the sort lists no leaf, so backward never came to one: where the sort's own cases find
+    # nodes left out, the sort is what is wrong (once laid at backward)
+    "needle/topo-skips-leaves": (r"needle/test_(ops::op_backward|topo::topo_chain)", {"find_topo_sort"}),
     "needle/mulscalar-passes-unchanged": (r"needle/test_hidden_graph::hidden_mixed_partials", {"MulScalar"}),
 }
 

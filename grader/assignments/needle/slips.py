@@ -102,6 +102,21 @@ def no_gradient_stored(evidence: Any) -> dict[str, str] | None:
     return {} if len(due) > len(tape.outputs) and unset else None
 
 
+def never_visited(evidence: Any) -> dict[str, str] | None:
+    """backward is blamed for a node that got no gradient at all, though every op that uses it
+    has its own gradient, and the right one: their partial adjoints were there to sum, and
+    backward never came to the node (a sort that leaves nodes out lists it nowhere)."""
+    tape, i = evidence.tape, evidence.diagnosis.wrong
+    if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
+        return None
+    if tape.actual[i].get("grad") is not None or tape.expected[i].get("grad") is None:
+        return None
+    users = tape.consumers(i)
+    if not users or any(tape.actual[j].get("grad") is None or tape.differs(j, "grad") for j in users):
+        return None
+    return {"node": tape.name(i)}
+
+
 def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
     """In a case that reads a gradient (`g = grad(x)`) and then runs another backward, x's
     gradient is PyTorch's plus that earlier one: the later backward added to it. The earlier
@@ -882,6 +897,16 @@ SLIPS = (
         no_gradient_stored,
         blame="backward",
         replaces=(hints.SEED,),
+    ),
+    Slip(
+        "never-visited",
+        "backward never came to {node}: it has no gradient, though every op that uses it has its "
+        "own; backward visits each node find_topo_sort lists, so the sort must list every node the "
+        "output depends on",
+        never_visited,
+        blame="backward",
+        # where the sort's own cases find nodes left out, the sort is what is wrong
+        behind="nodes-left-out",
     ),
     Slip(
         "output-grad-unset",

@@ -355,6 +355,21 @@ BUGS = [
         slip=("leaves out", "one input at a time"),
     ),
     Bug(
+        "topo-skips-leaves",
+        "find_topo_sort lists only the nodes made by an op, so backward never stores the leaves' gradients",
+        [
+            (
+                AUTOGRAD,
+                "                stack.pop()\n                topo_order.append(node)\n",
+                "                stack.pop()\n                if not node.is_leaf():\n"
+                "                    topo_order.append(node)\n",
+            )
+        ],
+        caught_by=["test_ops::op_backward[add]", "test_ops::op_backward[mul]"],
+        says=("compute_gradient_of_variables",),
+        slip=("backward never came to", "the sort must list every node"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
