@@ -253,7 +253,9 @@ def verdict(
     graph = case_graph(expected, actual, case.assignment, diagnosis) if failed else None
     blamed = diagnosis.blame if diagnosis is not None else ""
     if actual.fault is not None and actual.stuck_in:  # out of time, stuck in one of its parts
-        blamed = hints_for(case.assignment).function_blame(actual.stuck_in)
+        hints = hints_for(case.assignment)
+        part = hints.function_blame(actual.stuck_in)
+        blamed = part if part in hints.PARTS else ""
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,

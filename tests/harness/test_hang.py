@@ -31,10 +31,11 @@ from grader.case import hang
 from grader.case import limits as time_limits
 from grader.case.define import collect
 from grader.case.inprocess import InProcessEngine
+from grader.case.run import Run
 from grader.classgrade.engine import GRACE, LocalBackend, grade_class
 from grader.classgrade.gradebook import Gradebook
 from grader.classgrade.layout import discover
-from grader.pipeline import REPO, SUITES_DIR
+from grader.pipeline import REPO, SUITES_DIR, verdict
 from grader.report.model import Report
 from grader.sandbox import Limits
 from grader.verdict.oracle import CACHE_ENV, Oracle
@@ -525,3 +526,22 @@ def test_settling_before_a_budget_leaves_no_collection_due_and_walks_the_heap_on
             assert not any(due), gc.get_count()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("assignment", "stuck_in", "part"),
+    [
+        ("micrograd", "Value.backward", "backward"),
+        ("micrograd", "Value.__mul__._backward", "mul"),
+        ("micrograd", "Value.__init__", ""),  # given code: no part of the student's
+        ("needle", "Tanh.gradient", "Tanh"),
+        ("needle", "find_topo_sort", "find_topo_sort"),
+        ("needle", "Value._init", ""),
+    ],
+)
+def test_a_case_out_of_time_is_laid_at_the_part_it_was_stuck_in(assignment, stuck_in, part, oracle):
+    """For the class's counts: the part whose code was running when the time ran out, if it
+    is one of the assignment's parts (a rule, backward, the sort), else none."""
+    case = collect(SUITES_DIR, [assignment], ["public"])[0]
+    result = verdict(case, oracle.expected(case), Run(fault="timed out after 10 s", stuck_in=stuck_in))
+    assert result.status == "timed out" and result.blame == part

@@ -8,6 +8,8 @@ assignment brings its own hints and nothing else changes.
 from collections.abc import Sequence
 from typing import Any
 
+from grader.assignments.micrograd import OPS
+
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
 TENSORS = False
 
@@ -74,6 +76,9 @@ UNHASHABLE = (
 LAZY = ""
 LAZY_PART = ""
 HIGHER_ORDER = ""
+#: the parts a case that ran out of time is laid at, where it was stuck in one (each op's rule,
+#: and backward()): a loop in the engine's given code is none of them
+PARTS = (*OPS, "backward")
 #: the engine's node class: an exception raised in its methods is the engine's, not an MLP's
 ENGINE_CLASS = "Value"
 MLP = (

@@ -7,6 +7,7 @@ hints.py has the same names (an empty string where a hint does not apply).
 from collections.abc import Sequence
 from typing import Any
 
+from grader.assignments.needle import OP_CLASSES
 from grader.assignments.needle.backend import NEEDLE_CLASSES as _CLASSES
 from grader.case.trace import NodeRef
 
@@ -73,6 +74,9 @@ HIGHER_ORDER = (
     "this case differentiates a gradient: gradient rules must build their result from the "
     "library's ops (not NumPy on .numpy() or cached_data), so the gradient has a graph to differentiate"
 )
+#: the parts a case that ran out of time is laid at, where it was stuck in one (each op's rule,
+#: backward and the sort): a loop in Tensor's given code is none of them
+PARTS = (*OP_CLASSES, "backward", "find_topo_sort")
 ENGINE_CLASS = "Tensor"
 MLP = ""
 
