@@ -724,9 +724,12 @@ class NeedleBackend(TensorBackend):
         gradient rule on its tape that returns no Tensor (a NumPy array passes through some of
         backward and fails far from the rule), another number of gradients than its op has
         inputs, or a gradient of another shape than its input's (the next rule, or backward's
-        sum, raises), is the cause. A rule that raised on an out_grad of another shape than its
-        node is not: a rule that returns such shapes, off the tape too, or else backward is;
-        and find_topo_sort given one node, where it takes a list, raised by backward's call."""
+        sum, raises), is the cause, and so is such a rule off the tape, of an op in the graph
+        that backward was walking (a gradient's). A rule that raised on an out_grad of another
+        shape than its node is not: a rule that returns such shapes, off the tape too, or else
+        backward is; find_topo_sort given one node, where it takes a list, raised by
+        backward's call; and a KeyError for the output backward was called on is backward's,
+        which never recorded out_grad as its first partial adjoint."""
         if isinstance(exc, OWN_ACCOUNTS):
             return None
         refused = [
