@@ -637,6 +637,34 @@ def summed_every_axis(evidence: Any) -> dict[str, str] | None:
     return {"op": "BroadcastTo"} if entries > 1 else None
 
 
+#: NumPy's words for a broadcast that cannot be done: the shape it was given, and the one asked
+BROADCAST_FAILED = re.compile(
+    r"remapped shapes \[original->remapped\]: \(([\d, ]*)\)\s+and requested shape \(([\d, ]*)\)"
+)
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.replace(" ", "").split(",") if n)
+
+
+def summed_axes_not_restored(evidence: Any) -> dict[str, str] | None:
+    """Summation's gradient raised NumPy's broadcast error, broadcasting a Summation's output
+    shape to its input's: it broadcast out_grad as it came, where the summed axes must first be
+    made size 1 again (a sum over the last axis broadcasts back without it, so only others fail)."""
+    failure = evidence.failure
+    if failure is None or failure.type != "ValueError" or failure.rule != "Summation.gradient":
+        return None
+    found = BROADCAST_FAILED.search(failure.message)
+    if found is None:
+        return None
+    given, asked = _shape(found[1]), _shape(found[2])
+    for i in _nodes_of(evidence, "Summation"):
+        got, want = np.shape(evidence.value(i)), np.shape(evidence.value(evidence.inputs(i)[0]))
+        if (given, asked) == (got, want):
+            return {"got": str(got), "want": str(want)}
+    return None
+
+
 def summed_axes_not_all_restored(evidence: Any) -> dict[str, str] | None:
     """Summation's gradient raised a shape error on a sum over several axes: it made fewer
     than all of them size 1 again before broadcasting back. Not where what it reshaped
@@ -725,6 +753,12 @@ SLIPS = (
         "right: sum the leading axes the broadcast added, then those it stretched from size 1",
         broadcast_from_the_left,
         blame="{op}",
+    ),
+    Slip(
+        "summed-axes-not-restored",
+        "Summation's gradient broadcasts out_grad, of shape {got}, as it comes: make each summed axis "
+        "size 1 again first (a reshape), so that broadcasting lines it up with the input's shape {want}",
+        summed_axes_not_restored,
     ),
     Slip(
         "summed-axes-not-all-restored",

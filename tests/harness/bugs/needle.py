@@ -194,6 +194,21 @@ BUGS = [
         slip=("broadcast it back",),
     ),
     Bug(
+        "summation-broadcast-as-it-comes",
+        "Summation's gradient broadcasts out_grad to the input's shape without making the summed "
+        "axes size 1 first",
+        [
+            (
+                OPS,
+                "        return broadcast_to(reshape(out_grad, kept_shape), in_shape)",
+                "        return broadcast_to(out_grad, in_shape)",
+            )
+        ],
+        caught_by=["test_ops::op_backward[sum]", "test_op_gradients::op_gradient[Summation-int]"],
+        says=("Summation.gradient",),
+        slip=("as it comes", "size 1 again first"),
+    ),
+    Bug(
         "summation-first-axis-only",
         "Summation's gradient restores only the first of several summed axes",
         [
