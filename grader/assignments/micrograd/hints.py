@@ -8,7 +8,7 @@ assignment brings its own hints and nothing else changes.
 from collections.abc import Sequence
 from typing import Any
 
-from grader.assignments.micrograd import OPS
+from grader.assignments.micrograd import OPS as _OPS
 
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
 TENSORS = False
@@ -78,7 +78,7 @@ LAZY_PART = ""
 HIGHER_ORDER = ""
 #: the parts a case that ran out of time is laid at, where it was stuck in one (each op's rule,
 #: and backward()): a loop in the engine's given code is none of them
-PARTS = (*OPS, "backward")
+PARTS = (*_OPS, "backward")
 #: the engine's node class: an exception raised in its methods is the engine's, not an MLP's
 ENGINE_CLASS = "Value"
 MLP = (

@@ -7,7 +7,7 @@ hints.py has the same names (an empty string where a hint does not apply).
 from collections.abc import Sequence
 from typing import Any
 
-from grader.assignments.needle import OP_CLASSES
+from grader.assignments.needle import OP_CLASSES as _OP_CLASSES
 from grader.assignments.needle.backend import NEEDLE_CLASSES as _CLASSES
 from grader.case.trace import NodeRef
 
@@ -76,7 +76,7 @@ HIGHER_ORDER = (
 )
 #: the parts a case that ran out of time is laid at, where it was stuck in one (each op's rule,
 #: backward and the sort): a loop in Tensor's given code is none of them
-PARTS = (*OP_CLASSES, "backward", "find_topo_sort")
+PARTS = (*_OP_CLASSES, "backward", "find_topo_sort")
 ENGINE_CLASS = "Tensor"
 MLP = ""
 
