@@ -445,7 +445,7 @@ class NeedleBackend(TensorBackend):
         if grad is None:
             outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
             if outputs and all(getattr(y, "grad", None) is None for y in outputs):
-                raise GradientNotStoredError(defined_at(getattr(self.autograd, hints.BACKWARD, None)))
+                raise GradientNotStoredError(self._backward_place())
             raise ValueError("x.grad is not set: backward() did not give this node a gradient")
         return self.wrap(grad, "grad", (x,))
 
@@ -463,12 +463,7 @@ class NeedleBackend(TensorBackend):
                 raise MissingOp([op_name]) from exc
             raise
         out = self.wrap(raw, op_name, tuple(inputs), op_args)
-        grads = op.gradient_as_tuple(out_grad.raw, out.raw)
-        for g in grads:
-            if not isinstance(g, self.Tensor):
-                raise GradientTypeError(op, g)
-        if len(grads) != len(inputs):
-            raise GradientCountError(op, len(grads), len(inputs))
+        grads = self._returned(op, op.gradient_as_tuple(out_grad.raw, out.raw), len(inputs))
         return tuple(
             self.wrap(g, f"{op_name}.gradient", (out, out_grad), {"input": i}) for i, g in enumerate(grads)
         )
@@ -701,12 +696,7 @@ class NeedleBackend(TensorBackend):
                 continue
             total = sum(adjoints[id(node)][1:], adjoints[id(node)][0])
             given = self.Tensor(np.asarray(total, dtype=_data(node).dtype), requires_grad=False)
-            grads = node.op.gradient_as_tuple(given, node)
-            for g in grads:
-                if not isinstance(g, self.Tensor):
-                    raise GradientTypeError(node.op, g)
-            if len(grads) != len(node.inputs):
-                raise GradientCountError(node.op, len(grads), len(node.inputs))
+            grads = self._returned(node.op, node.op.gradient_as_tuple(given, node), len(node.inputs))
             for inp, g in zip(node.inputs, grads, strict=True):
                 adjoints.setdefault(id(inp), []).append(_data(g))
                 waiting[id(inp)] -= 1
@@ -765,7 +755,7 @@ class NeedleBackend(TensorBackend):
         found = _called(exc, hints.BACKWARD, 2)  # (output_tensor, out_grad)
         if not isinstance(exc, KeyError) or found is None or not exc.args or exc.args[0] is not found[0][0]:
             return None
-        return SeedMissingError(defined_at(getattr(self.autograd, hints.BACKWARD, None)))
+        return SeedMissingError(self._backward_place())
 
     def _returned_wrong_in_graph(self, exc: BaseException) -> BaseException | None:
         """The exception was raised in a backward walking a graph that holds ops off the tape
@@ -780,14 +770,27 @@ class NeedleBackend(TensorBackend):
         for op_class in (name for name in PROBES if name in ops):
             try:
                 out, grads = self._run_rule(op_class)
+                self._returned(out.op, grads, len(out.inputs))
+            except RETURNED_WRONG as wrong:
+                return wrong
             except Exception:  # an op not written, or a rule that fails alone: its own cases say so
                 continue
-            for g in grads:
-                if not isinstance(g, self.Tensor):
-                    return GradientTypeError(out.op, g)
-            if len(grads) != len(out.inputs):
-                return GradientCountError(out.op, len(grads), len(out.inputs))
         return None
+
+    def _returned(self, op: Any, grads: Any, inputs: int) -> Any:
+        """What `op`'s rule returned, checked: Tensors (GradientTypeError), one for each of
+        its `inputs` (GradientCountError)."""
+        for g in grads:
+            if not isinstance(g, self.Tensor):
+                raise GradientTypeError(op, g)
+        if len(grads) != inputs:
+            raise GradientCountError(op, len(grads), inputs)
+        return grads
+
+    def _backward_place(self) -> tuple[str, int, str] | None:
+        """Where the submission's backward is defined: the place of a failure the grader
+        finds to be backward's (a gradient stored as a list, or nowhere; no out_grad recorded)."""
+        return defined_at(getattr(self.autograd, hints.BACKWARD, None))
 
     def _misshapen_out_grad(self, exc: BaseException) -> ValueError | None:
         """The exception was raised inside a gradient rule that was called with an out_grad of
@@ -836,7 +839,7 @@ class NeedleBackend(TensorBackend):
         adjoints is said as backward's, at backward's place."""
         grad = getattr(raw, "grad", None)
         if isinstance(grad, (list, tuple)):
-            raise GradientListError(grad, defined_at(getattr(self.autograd, hints.BACKWARD, None)))
+            raise GradientListError(grad, self._backward_place())
         return grad
 
 
