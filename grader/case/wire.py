@@ -34,6 +34,7 @@ TAPE_KEYS = (
     "differentiable",
     "carries_over",
     "grad_is_node",
+    "rules_get_node_grad",
 )
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
 ASK_TAPE = b"t"

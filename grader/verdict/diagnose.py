@@ -35,6 +35,8 @@ from grader.case.trace import FORMATS, NodeRef, Step
 from grader.verdict.compare import FINDINGS, Mismatch, close
 
 MAX_USERS = 6  # consumers listed in a message
+#: how a message joins two hints on one line
+AND = "; and "
 #: results whose expected value is the course's rule rather than PyTorch's (by name)
 CONTRACT_RESULT = "topological order"
 LEAVES = ("leaf", "parameter")
@@ -379,7 +381,7 @@ def _backward_inside(tape: Tape, i: int, ops: list[int], value: str) -> Diagnosi
     message = (
         f"wrong value from grad: {tape.expression(i)}, a gradient made by {hints.BACKWARD}: the gradient "
         f"rules it ran are right on their own ({rules}), so backward combined them wrongly\n{value}\n"
-        f"  {hints.SUM}; and {hints.ORDER}"
+        f"  {hints.SUM}{AND}{hints.ORDER}"
     )
     return Diagnosis(message, "backward", i)
 
@@ -688,7 +690,7 @@ def _explain_backward(tape: Tape, i: int, users: list[int], got: str) -> Diagnos
         elif len(tape.outputs) > 1:
             hint = hints.REPEATED_BACKWARD
         else:
-            hint = f"{hints.SUM}; and {hints.ORDER}"
+            hint = f"{hints.SUM}{AND}{hints.ORDER}"
         message = (
             f"wrong gradient of {tape.name(i)} from {hints.BACKWARD}: the gradient rules that send it "
             f"partial adjoints are right on their own ({rules}), so backward combined them wrongly"
@@ -911,10 +913,24 @@ def name_slip(diagnosis: Diagnosis, evidence: Evidence, slips: tuple[Slip, ...])
             at = fields.get("at", "")
             rest = f"  where it shows: {first}" + (f"\n{rest}" if rest else "")
             first = f"wrong gradient from {blamed}" + (f": {at}" if at else "")
-        rest = "\n".join(line for line in rest.split("\n") if line.strip() not in slip.replaces)
+        rest = _without(rest, slip.replaces)
         message = f"{first}\n  {slip.says(fields)}" + (f"\n{rest}" if rest else "")
         return replace(diagnosis, message=message, slip=slip.name, blame=blamed)
     return diagnosis
+
+
+def _without(text: str, hints: tuple[str, ...]) -> str:
+    """`text` less the hints a slip's line replaces, whole lines or the parts of a line that
+    joins several (`AND`)."""
+    kept = []
+    for line in text.split("\n"):
+        parts = line.strip().split(AND)
+        left = [part for part in parts if part not in hints]
+        if left == parts:
+            kept.append(line)
+        elif left:
+            kept.append(line[: len(line) - len(line.lstrip())] + AND.join(left))
+    return "\n".join(kept)
 
 
 def _made_before_raising(expected: Run, actual: Run, hints: ModuleType) -> Tape | None:

@@ -514,10 +514,12 @@ class NeedleBackend(TensorBackend):
         Leaves also carry `requires_grad`, and a `grad` step (a gradient differentiated
         again) `carries_over` and `grad_is_node`; in such a case each op node also holds
         `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
-        first graph's interior nodes then). A rule that returns no Tensor raises here."""
+        first graph's interior nodes then). The last op node holds `rules_get_node_grad`,
+        what backward hands the rules. A rule that returns no Tensor raises here."""
         tape = super().read_tape()
         again = self._differentiates_a_gradient()
         carries, is_node = (self._carries_over(), self._gradient_is_a_node()) if again else (None, None)
+        last = max((i for i, step in enumerate(self.tape.steps) if step.op in self.ops), default=None)
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if step.op in ("leaf", "parameter"):
@@ -535,7 +537,31 @@ class NeedleBackend(TensorBackend):
                         entry["rule_fixed"] = self.probed_alone(step.op, self._probe, i, fixed)
             elif step.op == "grad":
                 entry["carries_over"], entry["grad_is_node"] = carries, is_node
+            if i == last:
+                entry["rules_get_node_grad"] = self._rules_get_node_grad()
         return tape
+
+    def _rules_get_node_grad(self) -> Quantity | None:
+        """backward() from u = (x * 3) * 5, x a fresh leaf, once x * 3 alone gave x its 3: 1
+        when x then holds 15 (each rule was given its own node's gradient), 0 when it holds 3
+        (each rule was given the output's out_grad, so x * 3's rule sent 3 * 1, not 3 * 5),
+        None when the probe cannot tell (an op or backward raised, or another number). Said
+        on the tape's last op node: it is backward's, not a node's."""
+        data = np.array([0.5, -1.5, 2.0], dtype="float32")
+        try:
+            alone = self.Tensor(data, requires_grad=True)
+            (alone * 3.0).backward()
+            if not np.allclose(_data(alone.grad), 3.0):
+                return None  # MulScalar's rule, or backward on one op, is wrong: no telling
+            x = self.Tensor(data, requires_grad=True)
+            ((x * 3.0) * 5.0).backward()
+            got = _data(x.grad)
+        except Exception:
+            return None
+        for said, value in ((1.0, 15.0), (0.0, 3.0)):
+            if np.shape(got) == data.shape and np.allclose(got, value):
+                return Quantity((said,), ())
+        return None
 
     def _gradient_is_a_node(self) -> Quantity | None:
         """backward() from sum(x * x), x a fresh leaf: 1 when x's gradient is a node of the

@@ -163,6 +163,17 @@ def gradient_detached(evidence: Any) -> dict[str, str] | None:
     return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
 
 
+def output_grad_to_every_rule(evidence: Any) -> dict[str, str] | None:
+    """A gradient is wrong, and backward, run from (x * 3) * 5 on a fresh leaf x, left x 3
+    where 15 is due (the adapter's `rules_get_node_grad` probe): it called x * 3's rule with
+    the output's out_grad, not with that node's own gradient."""
+    tape = evidence.tape
+    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
+        return None
+    said = [entry.get("rules_get_node_grad") for entry in tape.actual]
+    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+
+
 def _gradients(evidence: Any, reason: str) -> list[Any]:
     """The gradients among the results that differ, for `reason` ("shape", "dtype")."""
     return [
@@ -708,6 +719,15 @@ SLIPS = (
         # the order backward walks is find_topo_sort's, reversed: where the sort's own cases
         # find a node listed before its inputs, the sort is what is wrong
         behind="node-before-inputs",
+    ),
+    Slip(
+        "output-grad-to-every-rule",
+        "backward called each rule with the output's out_grad: a node's out_grad is its own "
+        "gradient, the sum of the partial adjoints it received, which backward adds up (and "
+        "stores as node.grad) before it calls the node's rule",
+        output_grad_to_every_rule,
+        blame="backward",
+        replaces=(hints.SUM, hints.ORDER),
     ),
     Slip(
         "inputs-out-of-order",

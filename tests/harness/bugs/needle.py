@@ -317,8 +317,11 @@ BUGS = [
             "test_broadcast::broadcast_gradient[stretch-last]",
             "test_broadcast::bias_add",
             "test_composite::two_layer_network",
+            # where no rule raises, the numbers alone: backward's probe tells what it hands the rules
+            "test_broadcast::broadcast_gradient[prepend]",
+            "test_random::random_program[4]",
         ],
-        says=("backward called", "out_grad of shape"),
+        says=("backward called",),
         slip=("out_grad is its own gradient", "the sum of the partial adjoints"),
     ),
     Bug(
