@@ -135,6 +135,28 @@ def test_a_slip_laid_at_another_rule_is_named_first(oracle, tmp_path):
     assert [f for f in firsts if f.startswith("wrong gradient from") and "from detach" not in f] == []
 
 
+#: (bug, case) where what the bug's rule sends, probed alone, is also what another slip's rule
+#: sends: sigmoid(40) is 1, so `out.data * out.grad` is out.grad unchanged; exp's input is 1
+#: in logsumexp's exp(x - max), where `x` and `exp(x)` are the same; and at 0 * 7, mul's rule
+#: that gives self its own value sends nothing, as a rule that never runs
+CONFUSABLE = [
+    ("sigmoid-factor-left-out", "micrograd/test_ops::rule[sigmoid-large]"),
+    ("exp-uses-input", "micrograd/test_hidden_composite::hidden_logsumexp"),
+    ("mul-own-input", "micrograd/test_hidden_ops::hidden_rule[mul]"),
+]
+
+
+@pytest.mark.parametrize(("name", "case_id"), CONFUSABLE)
+def test_a_fingerprint_two_slips_share_names_neither(name, case_id, oracle, tmp_path):
+    """Where a rule's probe fits two slips, the message names no slip: a wrong name sends a
+    student to fix what is right. The place and the numbers still say what differs."""
+    cases = [c for c in collect(REPO / "tests", ["micrograd"], ["public", "hidden"]) if c.id == case_id]
+    submission = materialize(BY_NAME[name], tmp_path / name)
+    (result,) = score(cases, oracle, run_in_process(submission, cases), {})
+    assert not result.passed
+    assert not result.slip or names_slip(BY_NAME[name], result.message), result.message
+
+
 #: micrograd's backward() with every gradient right but the output's own, zeroed after the pass
 OUTPUT_GRAD_ZEROED = Bug(
     "output-grad-zeroed",

@@ -68,10 +68,14 @@ def adds_nothing(evidence: Any) -> dict[str, str] | None:
     where 1e-7 is due, runs); and in the case, an input that only its node uses got nothing
     either (a wrong formula that crosses 0 at the probe's out.grad still sends the case
     something). Last in the catalogue: a rule that reads the wrong value adds nothing where
-    that value is 0, and the slips that name such a rule come first."""
+    that value is 0, and the slips that name such a rule come first; where one of the op's
+    values is 0 (an input's, or its output's), the two are not told apart (mul's rule that
+    gives self its own value, at 0 * 7), and no slip is named."""
     tape = evidence.at_pass
     for i, op, e, a in _wrong_rules(evidence):
         if np.any(a != 0.0) or _same(e, 0.0) or not tape.actual or _adds_somewhere(evidence, op):
+            continue
+        if any(_same(value, 0.0) for value in _step_values(evidence, i)):
             continue
         alone = [x for x in evidence.inputs(i) if tape.consumers(x) == [i]]
         got = [tape.actual[x].get("grad") for x in alone]
@@ -190,10 +194,13 @@ def passes_unchanged(evidence: Any) -> dict[str, str] | None:
     node uses it) got PyTorch's gradient over that derivative (PyTorch's contribution in the
     probe over out.grad), however many times the rule ran."""
     for i, op, e, a in _wrong_rules(evidence):
-        if op in OWN_DERIVATIVE and len(a) == 1 and _same(a, PROBE_GRAD):
-            inverse = PROBE_GRAD / e if np.all(e != 0.0) else None  # 1 over the derivative
-            if inverse is None or not _case_contradicts(evidence, i, _times(inverse)):
-                return {"op": op, "derivative": OWN_DERIVATIVE[op]}
+        if op not in OWN_DERIVATIVE or len(a) != 1 or not _same(a, PROBE_GRAD):
+            continue
+        if op in WRITTEN and not _told_apart(evidence, i, a, "passes-unchanged"):
+            continue  # (pow's ways depend on its exponent: `power_off_by_one` reads them)
+        inverse = PROBE_GRAD / e if np.all(e != 0.0) else None  # 1 over the derivative
+        if inverse is None or not _case_contradicts(evidence, i, _times(inverse)):
+            return {"op": op, "derivative": OWN_DERIVATIVE[op]}
     return None
 
 
@@ -211,27 +218,61 @@ def log_multiplies(evidence: Any) -> dict[str, str] | None:
     times PyTorch's is out.grad squared; probed alone, and in the case."""
     for i, op, e, a in _wrong_rules(evidence):
         x = evidence.value(evidence.inputs(i)[0])
-        if op == "log" and not _same(np.abs(x), 1.0) and _same(a * e, PROBE_GRAD**2):
+        if op == "log" and _same(a * e, PROBE_GRAD**2) and _told_apart(evidence, i, a, "log-multiplies"):
             if not _case_contradicts(evidence, i, _times(x * x)):
                 return {"op": op}
     return None
 
 
-#: op -> (its derivative from its input x and output y, the same with x and y mixed up)
-DERIVATIVES = {
-    "exp": (lambda x, y: y, [lambda x, y: x]),
-    "tanh": (lambda x, y: 1 - y**2, [lambda x, y: 1 - x**2]),
-    "sigmoid": (lambda x, y: y * (1 - y), [lambda x, y: x * (1 - x), lambda x, y: y * (1 - x)]),
-    "log": (lambda x, y: 1 / x, [lambda x, y: 1 / y]),
+#: a one-input op -> each way its rule is written wrong: (the slip, the derivative as written,
+#: from the input x and the output y). At some points two of them are the same number (at
+#: x = 1, exp's rule that reads x passes out.grad on unchanged): there the probe cannot tell
+#: them apart, and no slip is named (`_told_apart`)
+WRITTEN: dict[str, tuple[tuple[str, Callable[[Any, Any], Any]], ...]] = {
+    "exp": (("passes-unchanged", lambda x, y: 1.0), ("input-for-output", lambda x, y: x)),
+    "log": (
+        ("passes-unchanged", lambda x, y: 1.0),
+        ("output-for-input", lambda x, y: 1 / y),
+        ("log-multiplies", lambda x, y: x),
+    ),
+    "tanh": (
+        ("passes-unchanged", lambda x, y: 1.0),
+        ("input-for-output", lambda x, y: 1 - x**2),
+        ("tanh-without-square", lambda x, y: 1 - y),
+    ),
+    "sigmoid": (
+        ("passes-unchanged", lambda x, y: 1.0),
+        ("input-for-output", lambda x, y: x * (1 - x)),
+        ("input-for-output", lambda x, y: y * (1 - x)),
+        ("factor-left-out", lambda x, y: y),
+        ("factor-left-out", lambda x, y: 1 - y),
+    ),
 }
 
 
-def _swapped(evidence: Any, ops: tuple[str, ...]) -> dict[str, str] | None:
+def _written(evidence: Any, i: int, sent: Any, slip: str) -> list[tuple[str, Any]]:
+    """The ways node i's rule is written wrong (`WRITTEN`) that fit what it sent, probed
+    alone: (the slip, the derivative it wrote); `slip` names only those of one slip."""
+    op = evidence.tape.steps[i].op
+    x, y = evidence.value(evidence.inputs(i)[0]), evidence.value(i)
+    fits = []
+    with np.errstate(divide="ignore", invalid="ignore"):  # 1 / y at log(1) = 0
+        for name, derivative in WRITTEN.get(op, ()):
+            written = derivative(x, y)
+            if np.all(np.isfinite(written)) and _same(sent, PROBE_GRAD * written):
+                fits.append((name, written))
+    return [fit for fit in fits if fit[0] == slip] if slip else fits
+
+
+def _told_apart(evidence: Any, i: int, sent: Any, slip: str) -> bool:
+    """Does what node i's rule sent fit `slip`'s way of writing it, and no other slip's?"""
+    names = {name for name, _ in _written(evidence, i, sent, "")}
+    return names == {slip}
+
+
+def _swapped(evidence: Any, ops: tuple[str, ...], slip: str) -> dict[str, str] | None:
     for i, op, _, a in _wrong_rules(evidence):
-        if op not in ops:
-            continue
-        x, y = evidence.value(evidence.inputs(i)[0]), evidence.value(i)
-        if any(_same(a, PROBE_GRAD * mixed(x, y)) for mixed in DERIVATIVES[op][1]):
+        if op in ops and _told_apart(evidence, i, a, slip):
             return {"op": op}
     return None
 
@@ -239,7 +280,7 @@ def _swapped(evidence: Any, ops: tuple[str, ...]) -> dict[str, str] | None:
 def input_for_output(evidence: Any) -> dict[str, str] | None:
     """exp, tanh, sigmoid: the derivative is written with the input x where the formula
     reads the output out.data."""
-    return _swapped(evidence, ("exp", "tanh", "sigmoid"))
+    return _swapped(evidence, ("exp", "tanh", "sigmoid"), "input-for-output")
 
 
 #: log's rule divided by zero: by its output, log(1) = 0, which is where it raised
@@ -249,8 +290,15 @@ _LOG_DIVIDED_BY_ZERO = raised("ZeroDivisionError", at=("log",))
 def output_for_input(evidence: Any) -> dict[str, str] | None:
     """log: the derivative is written with the output where the formula reads the input; or
     its rule divided by zero, which only the output can be (log(1) = 0: the input is never 0)."""
-    found = _swapped(evidence, ("log",))
+    found = _swapped(evidence, ("log",), "output-for-input")
     return found or ({"op": "log"} if _LOG_DIVIDED_BY_ZERO(evidence) is not None else None)
+
+
+def _step_values(evidence: Any, i: int) -> list[float]:
+    """Node i's inputs' values (a number's too, in `a * 2`) and its own."""
+    refs = [*evidence.tape.steps[i].inputs, NodeRef(i)]
+    value = evidence.value
+    return [float(value(r.index).reshape(-1)[0]) if isinstance(r, NodeRef) else float(r) for r in refs]
 
 
 def own_input(evidence: Any) -> dict[str, str] | None:
@@ -261,10 +309,7 @@ def own_input(evidence: Any) -> dict[str, str] | None:
         inputs = evidence.tape.steps[i].inputs
         if op != "mul" or len(inputs) != 2:
             continue
-        values = [
-            float(evidence.value(r.index).reshape(-1)[0]) if isinstance(r, NodeRef) else float(r)
-            for r in inputs
-        ]
+        values = _step_values(evidence, i)[:2]
         leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]  # each one's contribution, in a
         if _same(values[0], values[1]) or len(leaves) != len(a):
             continue
@@ -276,13 +321,13 @@ def own_input(evidence: Any) -> dict[str, str] | None:
 
 
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
-    """pow's rule took x to the power n (or n - 2) where the derivative has n - 1: what it
-    sent is the right contribution times x (or over x)."""
+    """pow's rule took x to the power n, n + 1 or n - 2 where the derivative has n - 1: what
+    it sent is the right contribution times x, x**2, or over x."""
     for i, op, e, a in _wrong_rules(evidence):
         x = evidence.value(evidence.inputs(i)[0])
         if op != "pow" or _same(np.abs(x), 1.0) or _same(x, 0.0):  # (at 0, a * x is e = 0 for any a)
             continue
-        for factor in (x, 1 / x):  # x**n, or x**(n - 2): the right contribution times x, or over x
+        for factor in (x, x * x, 1 / x):
             if _same(a, e * factor) and not _case_contradicts(evidence, i, _times(factor)):
                 return {"op": op}
     return None
@@ -290,10 +335,20 @@ def power_off_by_one(evidence: Any) -> dict[str, str] | None:
 
 def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     """tanh's rule used 1 - t where its derivative is 1 - t**2 (t = tanh(x), the output)."""
-    for i, op, e, a in _wrong_rules(evidence):
-        y = evidence.value(i)
-        if op == "tanh" and _same(a, PROBE_GRAD * (1 - y)) and not _same(a, e):
+    for i, op, _, a in _wrong_rules(evidence):
+        if op == "tanh" and _told_apart(evidence, i, a, "tanh-without-square"):
             return {"op": op}
+    return None
+
+
+def factor_left_out(evidence: Any) -> dict[str, str] | None:
+    """sigmoid's rule multiplied out.grad by one factor of its derivative alone: by
+    sigmoid(x) (out.data), or by 1 - sigmoid(x). Field: the factor it kept."""
+    for i, op, _, a in _wrong_rules(evidence):
+        if op == "sigmoid" and _told_apart(evidence, i, a, "factor-left-out"):
+            kept = _written(evidence, i, a, "factor-left-out")[0][1]
+            said = "sigmoid(x), out.data" if _same(kept, evidence.value(i)) else "1 - sigmoid(x)"
+            return {"op": op, "kept": said}
     return None
 
 
@@ -651,6 +706,12 @@ SLIPS = (
         "tanh-without-square",
         "tanh's rule uses 1 - t where the derivative is 1 - t**2 (t = out.data, which holds tanh(x))",
         tanh_without_square,
+    ),
+    Slip(
+        "factor-left-out",
+        "{op}'s rule multiplies out.grad by {kept} alone: its derivative is sigmoid(x) * (1 - sigmoid(x)), "
+        "both factors",
+        factor_left_out,
     ),
     Slip(
         "rsub-reversed",

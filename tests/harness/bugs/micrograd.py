@@ -217,6 +217,14 @@ BUGS = [
         slip=("the derivative of x**n is n * x**(n - 1)",),
     ),
     Bug(
+        "pow-plus-one",
+        "pow's rule uses x**(n+1) instead of x**(n-1)",
+        [(ENGINE, "self.data ** (other - 1) * out.grad", "self.data ** (other + 1) * out.grad")],
+        caught_by=["test_ops::rule[pow-*]", "test_hidden_ops::hidden_rule[pow-four]"],
+        says=("pow",),
+        slip=("the derivative of x**n is n * x**(n - 1)",),
+    ),
+    Bug(
         "pow-precedence",
         "pow's rule misses a pair of parentheses: `n * x**n - 1 * out.grad` for `n * x**(n - 1) * out.grad`",
         [(ENGINE, "other * self.data ** (other - 1) * out.grad", "other * self.data**other - 1 * out.grad")],
@@ -301,6 +309,14 @@ BUGS = [
         ],
         says=("sigmoid",),
         slip=("uses its input",),
+    ),
+    Bug(
+        "sigmoid-factor-left-out",
+        "sigmoid's rule multiplies out.grad by s alone, without its factor 1 - s",
+        [(ENGINE, "out.data * (1.0 - out.data) * out.grad", "out.data * out.grad")],
+        caught_by=["test_ops::rule[sigmoid]", "test_ops::backward[sigmoid]"],
+        says=("sigmoid",),
+        slip=("by sigmoid(x), out.data alone", "sigmoid(x) * (1 - sigmoid(x))"),
     ),
     Bug(
         "log-divides-by-output",
