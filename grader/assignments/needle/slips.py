@@ -354,7 +354,7 @@ def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     where the derivative has n - 1: what it sent is PyTorch's times a (or over a), away from
     0 and from +-1."""
     rows = [(op, x, e, a) for op, x, _, _, e, a in _rules(evidence)]
-    rows += [("EWisePow", x, e, a) for x, _, e, a in _first_input_rules(evidence, "EWisePow")]
+    rows += [("EWisePow", x, e, a) for x, _, e, a in _input_rules(evidence, "EWisePow")]
     for op, x, e, a in rows:
         x, e, a = (np.reshape(v, -1) for v in (x, e, a))
         if op not in ("PowerScalar", "EWisePow") or not x.size == e.size == a.size:
@@ -381,7 +381,7 @@ def inverted(evidence: Any) -> dict[str, str] | None:
     multiplied by its input, EWiseDiv's multiplied a's by b): it gave g * c where PyTorch's is
     g / c, or the other way round, so the two multiply to g**2."""
     rows = [(op, g, e, a) for op, _, _, g, e, a in _rules(evidence)]
-    rows += [("EWiseDiv", g, e, a) for _, g, e, a in _first_input_rules(evidence, "EWiseDiv")]
+    rows += [("EWiseDiv", g, e, a) for _, g, e, a in _input_rules(evidence, "EWiseDiv")]
     for op, g, e, a in rows:
         g, e, a = (np.reshape(v, -1) for v in (g, e, a))
         if op in INVERTED and g.size == e.size == a.size and _same(a * e, g * g) and not _same(a, e):
@@ -389,27 +389,61 @@ def inverted(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def _first_input_rules(evidence: Any, op_class: str) -> list[tuple[Any, Any, Any, Any]]:
-    """(the first input, the out_grad, PyTorch's gradient for the first input, the
-    submission's) for each two-input `op_class` node: its rule run alone for input 0, or
-    probed alone in a backward on a node whose own gradient is right (the probe holds the
-    first input's gradient first)."""
+def _input_rules(evidence: Any, op_class: str, k: int = 0) -> list[tuple[Any, Any, Any, Any]]:
+    """(input k, the out_grad, PyTorch's gradient for input k, the submission's) for each
+    two-input `op_class` node: its rule run alone for input k, or probed alone in a backward
+    on a node whose own gradient is right (the probe holds the inputs' gradients in order,
+    each of the node's size: needle broadcasts only with BroadcastTo)."""
     tape, found = evidence.tape, []
     for i, step in enumerate(tape.steps if tape.actual else ()):
-        alone = step.op == f"{op_class}.gradient" and step.kwargs.get("input", 0) == 0
+        alone = step.op == f"{op_class}.gradient" and step.kwargs.get("input", 0) == k
         if alone and tape.differs(i, "value"):
             node, out_grad = (r.index for r in step.inputs[:2])
             e, a = tape.expected[i]["value"], tape.actual[i]["value"]
             if a is not None and e.shape == a.shape:
-                x = evidence.value(evidence.inputs(node)[0])
+                x = evidence.value(evidence.inputs(node)[k])
                 found.append((x, evidence.value(out_grad), e.array(), a.array()))
         elif _probed_in_backward(evidence, i, op_class, 2):
             pair = evidence.rule_pair(i)
             g = tape.expected[i]["grad"].array().reshape(-1)
-            if pair is not None and pair[0].size == pair[1].size >= g.size:
-                x = evidence.value(evidence.inputs(i)[0]).reshape(-1)
-                found.append((x, g, pair[0][: g.size], pair[1][: g.size]))
+            if pair is not None and pair[0].size == pair[1].size >= (k + 1) * g.size:
+                x = evidence.value(evidence.inputs(i)[k]).reshape(-1)
+                part = slice(k * g.size, (k + 1) * g.size)
+                found.append((x, g, pair[0][part], pair[1][part]))
     return found
+
+
+def divisor_not_squared(evidence: Any) -> dict[str, str] | None:
+    """EWiseDiv's gradient for b divided by b once where the derivative divides by b**2:
+    what it sent is PyTorch's times b, where b is away from 0 and from +-1."""
+    for b, _, e, a in _input_rules(evidence, "EWiseDiv", 1):
+        b, e, a = (np.reshape(v, -1) for v in (b, e, a))
+        if not b.size == e.size == a.size:
+            continue
+        away = ~np.isclose(np.abs(b), 0.0) & ~np.isclose(np.abs(b), 1.0)  # (there, e * b tells nothing)
+        if away.any() and _same(a[away], e[away] * b[away]) and not _same(a, e):
+            return {"op": "EWiseDiv"}
+    return None
+
+
+def power_factor_left_out(evidence: Any) -> dict[str, str] | None:
+    """PowerScalar's gradient left out the factor n: what it sent times n is PyTorch's,
+    with n read off the op itself (its output is its input to the power n)."""
+    for op, x, y, _, e, a in _rules(evidence):
+        x, y, e, a = (np.reshape(v, -1) for v in (x, y, e, a))
+        if op != "PowerScalar" or not x.size == y.size == e.size == a.size:
+            continue
+        known = ~np.isclose(np.abs(x), 0.0) & ~np.isclose(np.abs(x), 1.0) & ~np.isclose(a, 0.0)
+        if not known.any():
+            continue
+        n = e[known][0] / a[known][0]
+        with np.errstate(all="ignore"):
+            powered = x[known] ** n  # (NaN for a negative base and a fractional n)
+        finite = np.isfinite(powered)
+        if not np.isclose(n, 1.0) and _same(a * n, e) and finite.any():
+            if _same(powered[finite], y[known][finite]):
+                return {"op": op}
+    return None
 
 
 def no_chain_rule(evidence: Any) -> dict[str, str] | None:
@@ -856,6 +890,18 @@ SLIPS = (
         "power-off-by-one",
         "{op}'s gradient takes a to the wrong power: the derivative of a**n is n * a**(n - 1)",
         power_off_by_one,
+        blame="{op}",
+    ),
+    Slip(
+        "power-factor-left-out",
+        "{op}'s gradient leaves out the factor n: the derivative of a**n is n * a**(n - 1)",
+        power_factor_left_out,
+        blame="{op}",
+    ),
+    Slip(
+        "divisor-not-squared",
+        "EWiseDiv's gradient for b divides by b once: the derivative of a / b in b is -a / b**2",
+        divisor_not_squared,
         blame="{op}",
     ),
     Slip(

@@ -175,6 +175,20 @@ BUGS = [
         slip=("wrong power", "n * a**(n - 1)"),
     ),
     Bug(
+        "power-scalar-factor-left-out",
+        "PowerScalar's gradient leaves out the factor n",
+        [
+            (
+                OPS,
+                "        return out_grad * power_scalar(a, self.scalar - 1) * self.scalar\n",
+                "        return out_grad * power_scalar(a, self.scalar - 1)\n",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[PowerScalar]", "test_ops::op_backward[pow_scalar]"],
+        says=("PowerScalar",),
+        slip=("leaves out the factor n", "n * a**(n - 1)"),
+    ),
+    Bug(
         "summation-not-broadcast-back",
         "Summation's gradient keeps the summed axes as size 1 but never broadcasts them back",
         [
@@ -636,6 +650,20 @@ BUGS = [
         ],
         says=("EWiseDiv",),
         slip=("gradient has the wrong sign",),
+    ),
+    Bug(
+        "divisor-not-squared",
+        "EWiseDiv's gradient for the divisor divides by b where the derivative divides by b**2",
+        [
+            (
+                OPS,
+                "        return out_grad / b, -out_grad * a / b**2",
+                "        return out_grad / b, -out_grad * a / b",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[EWiseDiv]", "test_ops::op_backward[div]"],
+        says=("EWiseDiv",),
+        slip=("divides by b once", "-a / b**2"),
     ),
     Bug(
         "transpose-ignores-axes",
