@@ -154,6 +154,8 @@ LAID_AT = {
     # parameters() without the biases: the grader found it building the MLP, in its own code
     # (once "ValueError: MLP(3, [4, 4, 1]) has 32 parameters, expected 41", laid at no part)
     "micrograd/bias-not-a-parameter": (r"micrograd/.*(mlp|zero_grad)", {"Neuron.parameters"}),
+    "micrograd/mlp-parameters-skip-last-layer": (r"micrograd/.*(mlp|zero_grad)", {"MLP.parameters"}),
+    "micrograd/layer-parameters-first-neuron": (r"micrograd/.*(mlp|zero_grad)", {"Layer.parameters"}),
     "micrograd/detach-returns-self": (r"micrograd/.*(detach|random_expression\[prog10\])", {"detach"}),
     # the MLP's neurons ran the rule (at inputs below 0), which the tape does not see
     "micrograd/relu-no-mask": (r"micrograd/.*mlp", {"relu"}),

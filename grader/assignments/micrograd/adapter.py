@@ -24,20 +24,63 @@ def _number(x: Any) -> float:
 
 class ParameterCountError(ValueError):
     """An MLP's parameters() lists another number of Values than its neurons have weights and
-    biases: said with what the count shows (each neuron's bias left out, or its weights),
-    placed at the `parameters` that must list them."""
+    biases: said with which ones it leaves out, placed at the `parameters` that must list
+    them (see `_left_out`)."""
 
-    def __init__(self, nin: int, nouts: list[int], got: int, want: int, nn: Any) -> None:
-        neurons = sum(nouts)
-        if want - got == neurons:
-            shows, culprit = f"{neurons} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
-        elif got == neurons:
-            shows, culprit = "one for each neuron: each neuron's weights are left out", "Neuron"
-        else:
-            shows, culprit = "each neuron lists its nin weights, then its bias", "MLP"
+    def __init__(self, nin: int, nouts: list[int], params: list[Any], want: int, model: Any, nn: Any) -> None:
+        shows, culprit = _left_out(_neurons(model), params) or _counted(nouts, len(params), want)
         #: the `parameters` at fault: the failure's place
         self.where = defined_at(getattr(getattr(nn, culprit, None), "parameters", None))
+        got = len(params)
         super().__init__(f"MLP({nin}, {nouts}).parameters() lists {got} Values where it has {want}: {shows}")
+
+
+def _neurons(model: Any) -> list[list[tuple[list[Any], Any]]] | None:
+    """The MLP's (weights, bias) neuron by neuron, layer by layer, where it keeps them as the
+    reference does (`layers`, `neurons`, `w`, `b`); None where it keeps them otherwise."""
+    try:
+        return [[(list(n.w), n.b) for n in layer.neurons] for layer in model.layers]
+    except (AttributeError, TypeError):
+        return None
+
+
+def _left_out(layers: list[list[tuple[list[Any], Any]]] | None, params: list[Any]) -> tuple[str, str] | None:
+    """What the Values parameters() leaves out have in common, and the class whose
+    parameters() leaves them out: every neuron's bias, or its weights (Neuron), whole layers'
+    (MLP), every neuron's but each layer's first (Layer); None for anything else."""
+    if not layers:
+        return None
+    listed = {id(p) for p in params}
+
+    def state(values: list[Any]) -> str:
+        found = [id(v) in listed for v in values]
+        return "all" if all(found) else "none" if not any(found) else "some"
+
+    rows = [[(state(w), state([b])) for w, b in layer] for layer in layers]
+    cells = [cell for row in rows for cell in row]
+    if all(cell == ("all", "none") for cell in cells):
+        return f"{len(cells)} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
+    if all(cell == ("none", "all") for cell in cells):
+        return "one for each neuron: each neuron's weights are left out", "Neuron"
+    full, empty = ("all", "all"), ("none", "none")
+    if all(all(c == full for c in row) or all(c == empty for c in row) for row in rows):
+        whole = [k for k, row in enumerate(rows) if all(c == empty for c in row)]
+        named = f"layer{'s' if len(whole) > 1 else ''} {', '.join(str(k + 1) for k in whole)}'s"
+        which = "the last layer's" if whole == [len(rows) - 1] else named
+        return f"{which} weights and biases are left out: MLP.parameters() lists every layer's", "MLP"
+    if any(len(row) > 1 for row in rows) and all(row[0] == full and set(row[1:]) <= {empty} for row in rows):
+        return "each layer lists its first neuron's weights and bias only: it lists every neuron's", "Layer"
+    return None
+
+
+def _counted(nouts: list[int], got: int, want: int) -> tuple[str, str]:
+    """What the count alone shows, where the MLP keeps its neurons otherwise."""
+    neurons = sum(nouts)
+    if want - got == neurons:
+        return f"{neurons} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
+    if got == neurons:
+        return "one for each neuron: each neuron's weights are left out", "Neuron"
+    return "each neuron lists its nin weights, then its bias", "MLP"
 
 
 #: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
@@ -333,7 +376,7 @@ class MicrogradBackend(ScalarBackend):
         params = list(model.parameters())
         flat = [v for layer in mlp_weights(nin, nouts, seed) for w, b in layer for v in (*w, b)]
         if len(params) != len(flat):
-            raise ParameterCountError(nin, list(nouts), len(params), len(flat), self.nn)
+            raise ParameterCountError(nin, list(nouts), params, len(flat), model, self.nn)
         for p, v in zip(params, flat, strict=True):
             p.data = v
         nodes = self.parameter_nodes(params, nin, nouts)

@@ -614,6 +614,33 @@ BUGS = [
         caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward", "test_accumulation::zero_grad"],
         says=("parameters() lists", "each neuron's bias is left out"),
     ),
+    Bug(
+        "mlp-parameters-skip-last-layer",
+        "MLP.parameters() lists every layer's but the last",
+        [
+            (
+                NN,
+                "        return [p for layer in self.layers for p in layer.parameters()]\n",
+                "        return [p for layer in self.layers[:-1] for p in layer.parameters()]\n",
+            )
+        ],
+        # MLP(2, [3, 1]): the last layer's 4 Values are as many as its 4 neurons' biases
+        caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward", "test_accumulation::zero_grad"],
+        says=("parameters() lists", "the last layer's weights and biases are left out"),
+    ),
+    Bug(
+        "layer-parameters-first-neuron",
+        "Layer.parameters() lists its first neuron's only",
+        [
+            (
+                NN,
+                "        return [p for n in self.neurons for p in n.parameters()]\n",
+                "        return self.neurons[0].parameters()\n",
+            )
+        ],
+        caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward", "test_accumulation::zero_grad"],
+        says=("parameters() lists", "each layer lists its first neuron's weights and bias only"),
+    ),
 ]
 
 BY_NAME = {bug.name: bug for bug in BUGS}
