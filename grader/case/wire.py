@@ -35,6 +35,7 @@ TAPE_KEYS = (
     "carries_over",
     "grad_is_node",
     "rules_get_node_grad",
+    "listed_by_sort",
 )
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
 ASK_TAPE = b"t"

@@ -538,7 +538,9 @@ def _first_wrong_gradient(tape: Tape) -> Diagnosis | None:
                 f"\n  its rule, probed alone, is off by {off:.1g} (relative): within the tolerance at "
                 "one node, but it adds up from node to node"
             )
-        if not detach and all(tape.rule(j) for j in users):
+        # a node that got nothing at all got nothing through a detach() either
+        starved = bool(tape.actual) and tape.actual[i].get("grad") is None
+        if (not detach or starved) and all(tape.rule(j) for j in users):
             return _explain_backward(tape, i, users, got)
         if detach and tape.tensors and all(tape.rule(j) for j in users) and not _assign(tape):
             return _explain_detach(tape, i, users, got)

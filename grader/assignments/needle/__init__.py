@@ -49,6 +49,8 @@ ACCOUNTS = (
     "NumpyOperandError",
     "GradientListError",
     "GradientNotStoredError",
+    "GradientSkippedError",
+    "SortLeftOutError",
     "SeedMissingError",
 )
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose

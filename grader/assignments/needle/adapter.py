@@ -161,6 +161,36 @@ class GradientNotStoredError(ValueError):
         )
 
 
+class GradientSkippedError(ValueError):
+    """A case read the gradient of a node its output depends on, and backward had stored
+    none there, though find_topo_sort lists the node: backward came to it and stored nothing
+    (a `continue` for the leaves before their gradient is set)."""
+
+    def __init__(self, where: Any) -> None:
+        #: backward, where the gradients are stored: the failure's place
+        self.where = where
+        super().__init__(
+            "x.grad is not set, though find_topo_sort lists x among the nodes the output depends on: "
+            "backward must set node.grad on every node it visits, the leaves too (they hold what "
+            "the caller reads)"
+        )
+
+
+class SortLeftOutError(ValueError):
+    """A case read the gradient of a node its output depends on, and backward had stored
+    none there: find_topo_sort, from the output, does not list it, so backward never came
+    to it."""
+
+    def __init__(self, where: Any) -> None:
+        #: find_topo_sort, which leaves the node out: the failure's place
+        self.where = where
+        super().__init__(
+            "x.grad is not set: find_topo_sort leaves x out of the nodes the output depends on, so "
+            "backward never came to it; the sort must list every node reached from the roots, once, "
+            "after its inputs"
+        )
+
+
 class GradientListError(TypeError):
     """backward stored a node's gradient as the list of its partial adjoints (or another
     sequence), not their sum: reading it, or differentiating it again, raised far from the
@@ -263,6 +293,19 @@ def _numpy_operand(root: Any, stop: Any) -> bool:
         if node is not stop and node.op is not None
         for value in vars(node.op).values()
     )
+
+
+def _depends_on(outputs: list[Any], node: Any) -> bool:
+    """Is `node` among the outputs or the nodes they were computed from (by `inputs`)?"""
+    seen, stack = set(), list(outputs)
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        if id(current) not in seen:
+            seen.add(id(current))
+            stack.extend(getattr(current, "inputs", None) or ())
+    return False
 
 
 def _requires_grad(raw: Any) -> Quantity | None:
@@ -446,7 +489,7 @@ class NeedleBackend(TensorBackend):
             outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
             if outputs and all(getattr(y, "grad", None) is None for y in outputs):
                 raise GradientNotStoredError(self._backward_place())
-            raise ValueError("x.grad is not set: backward() did not give this node a gradient")
+            raise self._left_without_gradient(x.raw, outputs)
         return self.wrap(grad, "grad", (x,))
 
     def op_gradient(
@@ -515,13 +558,18 @@ class NeedleBackend(TensorBackend):
         again) `carries_over` and `grad_is_node`; in such a case each op node also holds
         `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
         first graph's interior nodes then). The last op node holds `rules_get_node_grad`,
-        what backward hands the rules. A rule that returns no Tensor raises here."""
+        what backward hands the rules, and each node `listed_by_sort`, whether
+        find_topo_sort lists it among the nodes the case's outputs depend on. A rule that
+        returns no Tensor raises here."""
         tape = super().read_tape()
         again = self._differentiates_a_gradient()
         carries, is_node = (self._carries_over(), self._gradient_is_a_node()) if again else (None, None)
         last = max((i for i, step in enumerate(self.tape.steps) if step.op in self.ops), default=None)
+        listed = self._listed_by_sort()
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
+            if listed is not None:
+                entry["listed_by_sort"] = flag(id(self.tape.nodes[i].raw) in listed)
             if step.op in ("leaf", "parameter"):
                 entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
             elif step.op in self.ops:
@@ -540,6 +588,29 @@ class NeedleBackend(TensorBackend):
             if i == last:
                 entry["rules_get_node_grad"] = self._rules_get_node_grad()
         return tape
+
+    def _left_without_gradient(self, node: Any, outputs: list[Any]) -> ValueError:
+        """Why `node`, which the outputs depend on, has no gradient though they have theirs:
+        find_topo_sort lists it (backward stored nothing there) or leaves it out. Where the
+        sort cannot be asked, or the outputs do not depend on the node, only that it has none."""
+        listed = self._listed_by_sort()
+        if listed is None or not _depends_on(outputs, node):
+            return ValueError("x.grad is not set: backward() did not give this node a gradient")
+        if id(node) in listed:
+            return GradientSkippedError(self._backward_place())
+        return SortLeftOutError(defined_at(getattr(self.autograd, "find_topo_sort", None)))
+
+    def _listed_by_sort(self) -> set[int] | None:
+        """The nodes find_topo_sort lists from the case's outputs (by id), or None where it
+        cannot be asked (no output, or it raised): a node backward left without a gradient
+        was never visited only if the sort leaves it out."""
+        outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
+        if not outputs:
+            return None
+        try:
+            return {id(node) for node in self.autograd.find_topo_sort(outputs)}
+        except Exception:
+            return None
 
     def _rules_get_node_grad(self) -> Quantity | None:
         """backward() from u = (x * 3) * 5, x a fresh leaf, once x * 3 alone gave x its 3: 1

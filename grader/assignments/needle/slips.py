@@ -102,10 +102,9 @@ def no_gradient_stored(evidence: Any) -> dict[str, str] | None:
     return {} if len(due) > len(tape.outputs) and unset else None
 
 
-def never_visited(evidence: Any) -> dict[str, str] | None:
-    """backward is blamed for a node that got no gradient at all, though every op that uses it
-    has its own gradient, and the right one: their partial adjoints were there to sum, and
-    backward never came to the node (a sort that leaves nodes out lists it nowhere)."""
+def _starved(evidence: Any) -> int | None:
+    """The node backward is blamed for, if it got no gradient at all though every op that
+    uses it has its own gradient, and the right one: their partial adjoints were there to sum."""
     tape, i = evidence.tape, evidence.diagnosis.wrong
     if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
         return None
@@ -114,7 +113,27 @@ def never_visited(evidence: Any) -> dict[str, str] | None:
     users = tape.consumers(i)
     if not users or any(tape.actual[j].get("grad") is None or tape.differs(j, "grad") for j in users):
         return None
-    return {"node": tape.name(i)}
+    return i
+
+
+def _listed(evidence: Any, i: int) -> bool | None:
+    """Does find_topo_sort list node i (the adapter's `listed_by_sort`)? None: unknown."""
+    said = evidence.tape.actual[i].get("listed_by_sort")
+    return None if said is None else said.data[0] == 1.0
+
+
+def never_visited(evidence: Any) -> dict[str, str] | None:
+    """A starved node (`_starved`) that find_topo_sort leaves out, or of which it is not
+    known: backward never came to it (a sort that leaves nodes out lists it nowhere)."""
+    i = _starved(evidence)
+    return None if i is None or _listed(evidence, i) else {"node": evidence.tape.name(i)}
+
+
+def visited_not_stored(evidence: Any) -> dict[str, str] | None:
+    """A starved node (`_starved`) that find_topo_sort lists: backward came to it and
+    stored nothing (a `continue` for leaves before their gradient is set)."""
+    i = _starved(evidence)
+    return {"node": evidence.tape.name(i)} if i is not None and _listed(evidence, i) else None
 
 
 def kept_earlier_gradient(evidence: Any) -> dict[str, str] | None:
@@ -997,6 +1016,15 @@ SLIPS = (
         no_gradient_stored,
         blame="backward",
         replaces=(hints.SEED,),
+    ),
+    Slip(
+        "visited-not-stored",
+        "backward left {node} no gradient, though find_topo_sort lists it and every op that uses "
+        "it has its own: backward must set node.grad on every node it visits, the leaves too "
+        "(they hold what the caller reads)",
+        visited_not_stored,
+        blame="backward",
+        replaces=(hints.SUM, hints.ORDER),
     ),
     Slip(
         "never-visited",

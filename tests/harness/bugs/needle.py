@@ -402,6 +402,27 @@ BUGS = [
         slip=("backward never came to", "the sort must list every node"),
     ),
     Bug(
+        "backward-skips-leaves",
+        "backward leaves the leaves without a gradient: it skips them before storing their sum",
+        [
+            (
+                AUTOGRAD,
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if node.is_leaf():\n            continue\n",
+                "        if node.is_leaf():\n            continue\n"
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n",
+            )
+        ],
+        caught_by=[
+            "test_ops::op_backward[add]",
+            "test_broadcast::bias_add",
+            "test_composite::sgd_steps",  # reads a gradient backward left unset: the account
+            "test_detach::detach_mid_graph",  # nothing reached w, through the detach() or otherwise
+        ],
+        says=("backward",),
+        slip=("find_topo_sort lists", "the leaves too"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
