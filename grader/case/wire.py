@@ -36,6 +36,7 @@ TAPE_KEYS = (
     "grad_is_node",
     "rules_get_node_grad",
     "listed_by_sort",
+    "pairs_in_order",
 )
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)
 ASK_TAPE = b"t"

@@ -51,6 +51,7 @@ ACCOUNTS = (
     "GradientNotStoredError",
     "GradientSkippedError",
     "SortLeftOutError",
+    "AdjointsMisroutedError",
     "SeedMissingError",
 )
 #: what a needle case may rely on besides its op classes: `int-axes` is a Summation whose

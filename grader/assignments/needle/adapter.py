@@ -191,6 +191,20 @@ class SortLeftOutError(ValueError):
         )
 
 
+class AdjointsMisroutedError(ValueError):
+    """backward gives what a rule returns to its node's inputs in another order: a case
+    raised where an input's gradient had another input's shape."""
+
+    def __init__(self, where: Any) -> None:
+        #: backward, which pairs gradients with inputs: the failure's place
+        self.where = where
+        super().__init__(
+            "backward gives a rule's gradients to its node's inputs in another order (on x * y, x "
+            "got the gradient for y): the i-th gradient a rule returns is the partial adjoint for "
+            "node.inputs[i]"
+        )
+
+
 class GradientListError(TypeError):
     """backward stored a node's gradient as the list of its partial adjoints (or another
     sequence), not their sum: reading it, or differentiating it again, raised far from the
@@ -557,8 +571,9 @@ class NeedleBackend(TensorBackend):
         Leaves also carry `requires_grad`, and a `grad` step (a gradient differentiated
         again) `carries_over` and `grad_is_node`; in such a case each op node also holds
         `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
-        first graph's interior nodes then). The last op node holds `rules_get_node_grad`,
-        what backward hands the rules, and each node `listed_by_sort`, whether
+        first graph's interior nodes then). The last op node holds `rules_get_node_grad`
+        and `pairs_in_order`, what backward hands the rules and where it sends what they
+        return, and each node `listed_by_sort`, whether
         find_topo_sort lists it among the nodes the case's outputs depend on. A rule that
         returns no Tensor raises here."""
         tape = super().read_tape()
@@ -587,6 +602,7 @@ class NeedleBackend(TensorBackend):
                 entry["carries_over"], entry["grad_is_node"] = carries, is_node
             if i == last:
                 entry["rules_get_node_grad"] = self._rules_get_node_grad()
+                entry["pairs_in_order"] = self._pairs_in_order()
         return tape
 
     def _left_without_gradient(self, node: Any, outputs: list[Any]) -> ValueError:
@@ -599,6 +615,27 @@ class NeedleBackend(TensorBackend):
         if id(node) in listed:
             return GradientSkippedError(self._backward_place())
         return SortLeftOutError(defined_at(getattr(self.autograd, "find_topo_sort", None)))
+
+    def _pairs_in_order(self) -> Quantity | None:
+        """backward() from x * y on fresh leaves (x = 2, 3 and y = 5, 7), once the product's
+        rule alone returns y for x and x for y: 1 when x then holds y (backward gives each
+        input the gradient its rule returned for it), 0 when x holds x (it gave them to the
+        inputs in reverse order), None when the probe cannot tell."""
+        a, b = np.array([2.0, 3.0], dtype="float32"), np.array([5.0, 7.0], dtype="float32")
+        try:
+            x, y = self.Tensor(a, requires_grad=True), self.Tensor(b, requires_grad=True)
+            z = x * y
+            alone = z.op.gradient_as_tuple(self.Tensor(np.ones_like(a)), z)
+            if not (np.allclose(_data(alone[0]), b) and np.allclose(_data(alone[1]), a)):
+                return None  # EWiseMul's rule is wrong: no telling
+            z.backward()
+            got = _data(x.grad)
+        except Exception:
+            return None
+        for said, value in ((1.0, b), (0.0, a)):
+            if np.shape(got) == a.shape and np.allclose(got, value):
+                return Quantity((said,), ())
+        return None
 
     def _listed_by_sort(self) -> set[int] | None:
         """The nodes find_topo_sort lists from the case's outputs (by id), or None where it
@@ -844,7 +881,19 @@ class NeedleBackend(TensorBackend):
                         return GradientShapeError(out.op, k, g.shape, _data(x).shape, exc)
         found = self._not_differentiable() if self._differentiates_a_gradient() else None
         found = found or self._returned_wrong_in_graph(exc) or self._seed_missing(exc)
+        found = found or self._adjoints_misrouted()
         return found or self._misshapen_out_grad(exc) or _sort_given_a_node(exc)
+
+    def _adjoints_misrouted(self) -> AdjointsMisroutedError | None:
+        """backward, probed on a fresh x * y, gives the rule's gradients to the inputs in
+        reverse order: an input then gets another's gradient, of another shape where their
+        shapes differ, and whatever raised next is a symptom."""
+        said = self._pairs_in_order()
+        return (
+            AdjointsMisroutedError(self._backward_place())
+            if said is not None and said.data[0] == 0.0
+            else None
+        )
 
     def _seed_missing(self, exc: BaseException) -> SeedMissingError | None:
         """backward raised a KeyError for the very output it was called on: it never

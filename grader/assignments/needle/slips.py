@@ -193,6 +193,17 @@ def output_grad_to_every_rule(evidence: Any) -> dict[str, str] | None:
     return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
 
 
+def adjoints_to_wrong_inputs(evidence: Any) -> dict[str, str] | None:
+    """A gradient is wrong, and backward, run from x * y on fresh leaves, left x the
+    gradient its rule returned for y (the adapter's `pairs_in_order` probe): backward sends
+    what each rule returns to the inputs in another order."""
+    tape = evidence.tape
+    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
+        return None
+    said = [entry.get("pairs_in_order") for entry in tape.actual]
+    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+
+
 def _gradients(evidence: Any, reason: str) -> list[Any]:
     """The gradients among the results that differ, for `reason` ("shape", "dtype")."""
     return [
@@ -779,6 +790,14 @@ SLIPS = (
         "gradient, the sum of the partial adjoints it received, which backward adds up (and "
         "stores as node.grad) before it calls the node's rule",
         output_grad_to_every_rule,
+        blame="backward",
+        replaces=(hints.SUM, hints.ORDER),
+    ),
+    Slip(
+        "adjoints-to-wrong-inputs",
+        "backward gives a rule's gradients to its node's inputs in another order: the i-th "
+        "gradient a rule returns is the partial adjoint for node.inputs[i]",
+        adjoints_to_wrong_inputs,
         blame="backward",
         replaces=(hints.SUM, hints.ORDER),
     ),

@@ -423,6 +423,25 @@ BUGS = [
         slip=("find_topo_sort lists", "the leaves too"),
     ),
     Bug(
+        "backward-pairs-reversed",
+        "backward gives each rule's gradients to the node's inputs in reverse order",
+        [
+            (
+                AUTOGRAD,
+                "zip(node.inputs, node.op.gradient_as_tuple(node.grad, node), strict=True)",
+                "zip(node.inputs, reversed(node.op.gradient_as_tuple(node.grad, node)), strict=True)",
+            )
+        ],
+        caught_by=[
+            "test_broadcast::scalar_times_matrix",
+            "test_composite::diamond",
+            "test_composite::two_layer_network",  # an input got another's shape: the account
+            "test_detach::detach_mid_graph",  # not a gradient through the detach()
+        ],
+        says=("backward",),
+        slip=("inputs in another order", "node.inputs[i]"),
+    ),
+    Bug(
         "topo-pre-order",
         "find_topo_sort appends a node before its inputs (pre-order)",
         [
