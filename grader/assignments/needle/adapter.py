@@ -578,9 +578,12 @@ class NeedleBackend(TensorBackend):
         returns no Tensor raises here."""
         tape = super().read_tape()
         again = self._differentiates_a_gradient()
-        carries, is_node = (self._carries_over(), self._gradient_is_a_node()) if again else (None, None)
+        # each probe runs the submission's backward (or sort) on a fresh graph, within probe_cpu
+        probe = self.probed_alone
+        carries = probe(hints.BACKWARD, self._carries_over) if again else None
+        is_node = probe(hints.BACKWARD, self._gradient_is_a_node) if again else None
         last = max((i for i, step in enumerate(self.tape.steps) if step.op in self.ops), default=None)
-        listed = self._listed_by_sort()
+        listed = probe("find_topo_sort", self._listed_by_sort)
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if listed is not None:
@@ -601,8 +604,8 @@ class NeedleBackend(TensorBackend):
             elif step.op == "grad":
                 entry["carries_over"], entry["grad_is_node"] = carries, is_node
             if i == last:
-                entry["rules_get_node_grad"] = self._rules_get_node_grad()
-                entry["pairs_in_order"] = self._pairs_in_order()
+                entry["rules_get_node_grad"] = probe(hints.BACKWARD, self._rules_get_node_grad)
+                entry["pairs_in_order"] = probe(hints.BACKWARD, self._pairs_in_order)
         return tape
 
     def _left_without_gradient(self, node: Any, outputs: list[Any]) -> ValueError:
@@ -888,7 +891,7 @@ class NeedleBackend(TensorBackend):
         """backward, probed on a fresh x * y, gives the rule's gradients to the inputs in
         reverse order: an input then gets another's gradient, of another shape where their
         shapes differ, and whatever raised next is a symptom."""
-        said = self._pairs_in_order()
+        said = self.probed_alone(hints.BACKWARD, self._pairs_in_order)
         return (
             AdjointsMisroutedError(self._backward_place())
             if said is not None and said.data[0] == 0.0
