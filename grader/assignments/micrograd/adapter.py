@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,16 @@ def _counted(nouts: list[int], got: int, want: int) -> tuple[str, str]:
     if got == neurons:
         return "one for each neuron: each neuron's weights are left out", "Neuron"
     return "each neuron lists its nin weights, then its bias", "MLP"
+
+
+#: the order backward() ran the closures of c = (a * 3) * 4 in (`_walk`) -> what it says:
+#: from the output back (right), in topological order, the output's own closure alone
+WALKS = {("c", "b"): 1, ("b", "c"): 2, ("c",): 3}
+
+
+def _noted(ran: list[str], name: str, closure: Callable[[], Any]) -> Any:
+    ran.append(name)
+    return closure()
 
 
 #: where each op lives on `Value`, and how a probe applies it to Value(1.5) (and 2.0)
@@ -335,11 +346,32 @@ class MicrogradBackend(ScalarBackend):
 
     def read_tape(self) -> list[dict[str, Quantity | None]]:
         """Also each node's `requires_grad`, when the submission's Value has one: a leaf made
-        with requires_grad=False gets no gradient, and the diagnostic says so."""
+        with requires_grad=False gets no gradient, and the diagnostic says so; and, on the
+        last node, `walk`: the closures backward() runs, and in which order."""
         tape = super().read_tape()
         for entry, node in zip(tape, self.tape.nodes, strict=True):
             entry["requires_grad"] = requires_grad(node.raw)
+        if tape:
+            tape[-1]["walk"] = self.probed_alone("backward", self._walk)
         return tape
+
+    def _walk(self) -> Quantity | None:
+        """backward() from c = (a * 3) * 4 on a fresh Value a, each op node's closure noting
+        when it runs: WALKS says what the order shows (None: another, or it raised). The
+        gradients alone cannot tell a walk in topological order from one that runs the
+        output's closure alone: each inner closure runs while its node's gradient is 0."""
+        a = self.Value(2.0)
+        b = a * 3.0
+        c = b * 4.0
+        ran: list[str] = []
+        for name, node in (("b", b), ("c", c)):
+            node._backward = functools.partial(_noted, ran, name, node._backward)
+        try:
+            c.backward()
+        except Exception:
+            return None
+        said = WALKS.get(tuple(ran))
+        return None if said is None else Quantity((float(said),), ())
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)

@@ -505,19 +505,43 @@ def nothing_passed_on(evidence: Any) -> dict[str, str] | None:
     return {} if found is not None and found[0] & found[1] else None
 
 
+#: what the adapter's `walk` probe says of backward()'s walk (adapter.WALKS)
+RIGHT_WALK, TOPOLOGICAL_WALK, OUTPUT_ALONE = 1.0, 2.0, 3.0
+
+
+def _walk(evidence: Any) -> float | None:
+    """The order backward() ran the closures of a fresh (a * 3) * 4 in, as the probe
+    says it (None: unknown)."""
+    tape = evidence.tape
+    said = tape.actual[-1].get("walk") if tape.actual else None
+    return None if said is None else said.data[0]
+
+
 def topological_order(evidence: Any) -> dict[str, str] | None:
     """The rules are right, yet the node's gradient is 0 where it should not be, and the
     gradient of every node that uses it is right: its rule ran before theirs had. Not where
     nothing flowed from an output made of several ops (`2 - a` hides the nodes between):
-    the output may as well have been seeded after the closures, and the case cannot tell."""
+    the output may as well have been seeded after the closures, and the case cannot tell.
+    Not where the probe of backward()'s walk says another order: the output's closure run
+    alone leaves the same zeros."""
     i, tape = evidence.diagnosis.wrong, evidence.at_pass
     if evidence.diagnosis.blame != "backward" or i is None or not tape.actual:
+        return None
+    if _walk(evidence) not in (None, TOPOLOGICAL_WALK):
         return None
     got, should = tape.actual[i]["grad"], tape.expected[i]["grad"]
     if got is None or should is None or not _same(got.array(), 0.0) or _same(should.array(), 0.0):
         return None
     users = tape.consumers(i)
     if not users or any(tape.differs(j, "grad") for j in users) or _starved(evidence) is not None:
+        return None
+    return {}
+
+
+def output_closure_only(evidence: Any) -> dict[str, str] | None:
+    """backward() is blamed, and on a fresh (a * 3) * 4 it ran the output's closure alone
+    (the adapter's `walk` probe)."""
+    if evidence.diagnosis.blame != "backward" or _walk(evidence) != OUTPUT_ALONE:
         return None
     return {}
 
@@ -667,6 +691,13 @@ SLIPS = (
         "_backward, from the output back",
         nothing_passed_on,
         replaces=(hints.SEED, hints.ORDER),
+    ),
+    Slip(
+        "output-closure-only",
+        "backward() runs the output's own closure alone: it must run every node's _backward, from "
+        "the output back (the topological order, reversed), so that each node passes its gradient on",
+        output_closure_only,
+        replaces=(hints.ORDER,),
     ),
     Slip(
         "topological-order",

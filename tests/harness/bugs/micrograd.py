@@ -507,6 +507,21 @@ BUGS = [
         slip=("in topological order (inputs first)",),
     ),
     Bug(
+        "output-closure-only",
+        "backward() runs the output's own closure and no other",
+        [
+            (
+                ENGINE,
+                "        for node in reversed(topo):\n            node._backward()\n",
+                "        self._backward()\n",
+            )
+        ],
+        # the same zeros as a walk in topological order: only backward's probe tells them apart
+        caught_by=["test_accumulation::reverse_topological_order", "test_composite::more_ops"],
+        says=("from backward()",),
+        slip=("runs the output's own closure alone",),
+    ),
+    Bug(
         "hidden-layers-linear",
         "the MLP's hidden layers apply no ReLU (the contract's hidden layers do)",
         [(NN, "nonlin=i != len(nouts) - 1", "nonlin=False")],
