@@ -443,6 +443,19 @@ def _input_rules(evidence: Any, op_class: str, k: int = 0) -> list[tuple[Any, An
     return found
 
 
+def scalar_added(evidence: Any) -> dict[str, str] | None:
+    """AddScalar's gradient added the scalar to out_grad: what it sent is out_grad plus the
+    op's scalar (its output less its input), where PyTorch's is out_grad itself."""
+    for op, x, y, g, e, a in _rules(evidence):
+        x, y, g, e, a = (np.reshape(v, -1) for v in (x, y, g, e, a))
+        if op != "AddScalar" or not x.size == y.size == g.size == e.size == a.size:
+            continue
+        c = y - x
+        if not _same(c, 0.0) and _same(e, g) and _same(a, g + c):
+            return {"op": op}
+    return None
+
+
 def divisor_not_squared(evidence: Any) -> dict[str, str] | None:
     """EWiseDiv's gradient for b divided by b once where the derivative divides by b**2:
     what it sent is PyTorch's times b, where b is away from 0 and from +-1."""
@@ -934,6 +947,13 @@ SLIPS = (
         "power-factor-left-out",
         "{op}'s gradient leaves out the factor n: the derivative of a**n is n * a**(n - 1)",
         power_factor_left_out,
+        blame="{op}",
+    ),
+    Slip(
+        "scalar-added",
+        "{op}'s gradient adds the scalar to out_grad: a + c has slope 1 in a, so its gradient is "
+        "out_grad itself",
+        scalar_added,
         blame="{op}",
     ),
     Slip(

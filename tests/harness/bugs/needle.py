@@ -68,6 +68,20 @@ BUGS = [
         slip=("lines the shapes up from the left", "sum the leading axes"),
     ),
     Bug(
+        "addscalar-adds-scalar",
+        "AddScalar's gradient adds the scalar to out_grad",
+        [
+            (
+                OPS,
+                "        return out_grad\n        ### END SOLUTION\n\n\ndef add_scalar",
+                "        return out_grad + self.scalar\n        ### END SOLUTION\n\n\ndef add_scalar",
+            )
+        ],
+        caught_by=["test_op_gradients::op_gradient[AddScalar]", "test_ops::op_backward[add_scalar]"],
+        says=("AddScalar",),
+        slip=("adds the scalar to out_grad", "out_grad itself"),
+    ),
+    Bug(
         "negate-sign-lost",
         "Negate's gradient passes out_grad on unchanged: `a - b` and `2 - a`, built on it, go wrong too",
         [(OPS, "        return negate(out_grad)\n", "        return out_grad\n")],
