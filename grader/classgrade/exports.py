@@ -6,7 +6,8 @@ fast path run once per assignment) has one gradebook per run, and each student's
 each assignment is exported from the gradebook that graded it last (`latest`).
 
 - `grades.csv`: nbgrader's export columns, one row per student and assignment;
-- `cases.csv`: one row per student and case (the instructor's view: messages included);
+- `cases.csv`: one row per student and case (the instructor's view: messages included, and
+  the part each failure is laid at and the slip it names);
 - `results/<student>/results.json`: Gradescope's format, the student's view
   (`grader.report.gradescope`);
 - `pages/index.html` (the class dashboard) and `pages/students/*.html` (`grader.report.html`).
@@ -31,7 +32,7 @@ NBGRADER_COLUMNS = (
 )  # fmt: skip
 CASE_COLUMNS = (
     "student_id", "assignment", "case_id", "name", "topic", "suite", "status", "points", "max_points",
-    "seconds", "message",
+    "seconds", "message", "laid_at", "slip",
 )  # fmt: skip
 
 
@@ -114,6 +115,7 @@ def case_rows(reports: dict[str, Report]) -> list[dict[str, object]]:
             "student_id": student, "assignment": r.assignment, "case_id": r.id, "name": r.name,
             "topic": r.topic, "suite": r.suite, "status": str(r.status), "points": r.points,
             "max_points": r.max_points, "seconds": round(r.seconds, 4), "message": r.message,
+            "laid_at": r.blame, "slip": r.slip,
         }
         for student, report in reports.items()
         for r in report.results

@@ -7,7 +7,8 @@ Hidden cases appear exactly as `model.view` lets a student see them, as in feedb
 
 `dashboard(reports)` is the instructor's: a histogram of scores, the pass rate of every
 case and of every op the cases exercise, the rules the class's failures are laid at
-(`CaseResult.blame`), and the failing and slowest submissions.
+(`CaseResult.blame`), the mistakes their messages name (`CaseResult.slip`), and the failing
+and slowest submissions.
 
 Every page is one file: inline CSS and SVG, no script, no font or image from the network,
 and a Content-Security-Policy that forbids scripts, so a page opens anywhere, from a
@@ -259,6 +260,23 @@ def _op_rows(reports: dict[str, Report]) -> list[tuple[str, int, int, int]]:
     return sorted(rows, key=lambda row: (-row[3], row[1] / row[2] if row[2] else 1.0, row[0]))
 
 
+def _slip_rows(reports: dict[str, Report]) -> list[tuple[str, str, int, str]]:
+    """(slip, where it is laid, submissions whose failures name it, the line that names it
+    in the first such message) for each catalogued slip the class's messages name: the
+    mistakes themselves, beside the rules they are made in."""
+    made: dict[tuple[str, str], set[str]] = {}
+    said: dict[tuple[str, str], str] = {}
+    for student, report in reports.items():
+        for r in report.results:
+            if r.slip and not r.passed:
+                key = (r.slip, r.blame)
+                made.setdefault(key, set()).add(student)
+                lines = r.message.splitlines()
+                said.setdefault(key, lines[1].strip() if len(lines) > 1 else "")
+    rows = [(slip, blame, len(students), said[slip, blame]) for (slip, blame), students in made.items()]
+    return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
+
+
 def page_name(student: str) -> str:
     """A file name for a student's page: readable, safe, and distinct for distinct ids."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", student).strip("._") or "student"
@@ -298,6 +316,22 @@ def dashboard(reports: dict[str, Report]) -> str:
         rate = _rate_bar(passed, total) + f' <span class="muted">({passed}/{total})</span>' if total else ""
         body.append(f'<tr><td>{escape(name)}</td><td>{rate}</td><td class="num">{blamed}</td></tr>')
     body.append("</table>")
+
+    slips = _slip_rows(reports)
+    if slips:
+        body += [
+            "<h2>The mistakes the class makes</h2>",
+            "<p>Each mistake the diagnostic names (a slip of the catalogue), where it is laid, how "
+            "many submissions make it, and how the first message that names it says it.</p>",
+            "<table>",
+            '<tr><th>mistake</th><th>laid at</th><th class="num">submissions</th><th>as said</th></tr>',
+        ]
+        for slip, blame, count, line in slips:
+            body.append(
+                f'<tr><td>{escape(slip)}</td><td>{escape(blame)}</td><td class="num">{count}</td>'
+                f"<td>{escape(line)}</td></tr>"
+            )
+        body.append("</table>")
 
     body += [
         "<h2>Pass rate per case</h2>",

@@ -182,7 +182,13 @@ def test_exports(klass, tmp_path):
     assert set(mine) == {"micrograd", "needle"}
     assert sum(float(r["score"]) for r in mine.values()) == report.score == report.max_score
     with (tmp_path / "cases.csv").open() as fh:
-        assert sum(1 for _ in csv.DictReader(fh)) == book.counts()[1]
+        cases = list(csv.DictReader(fh))
+    assert len(cases) == book.counts()[1]
+    # each failure's row says where it is laid and the mistake it names, as its report does
+    said = {(r["student_id"], r["case_id"]): (r["laid_at"], r["slip"]) for r in cases}
+    failed = [(s, r) for s in students for r in book.report(s).results if not r.passed]
+    assert failed and any(r.slip for _, r in failed)
+    assert all(said[s, r.id] == (r.blame, r.slip) for s, r in failed)
     results = json.loads((tmp_path / "results" / reference / "results.json").read_text())
     assert results["score"] == report.score and len(results["tests"]) == len(report.results)
     assert len([p for p in written if p.name == "results.json"]) == SIZE

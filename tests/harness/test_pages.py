@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+from html import unescape as html_unescape
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,26 @@ def test_the_dashboard_counts_the_class_and_blames_the_broken_rules(klass):
     for student in klass:
         if klass[student].score < klass[student].max_score:
             assert f"students/{html.page_name(student)}" in board
+
+
+def test_the_dashboard_lists_the_mistakes_the_class_makes(klass):
+    """Each slip the class's messages name is a row: where it is laid, how many submissions
+    make it, and the line that names it."""
+    made: dict[str, set[str]] = {}
+    for student, report in klass.items():
+        for r in report.results:
+            if r.slip and not r.passed:
+                made.setdefault(r.slip, set()).add(student)
+    assert made, "the class's rule bugs make no catalogued slip"
+    board = html.dashboard(klass)
+    table = board.split("<h2>The mistakes the class makes</h2>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(
+        r'<tr><td>([^<]+)</td><td>([^<]*)</td><td class="num">(\d+)</td><td>([^<]*)</td></tr>', table
+    )
+    assert {slip: int(count) for slip, _, count, _ in rows} == {slip: len(s) for slip, s in made.items()}
+    for slip, blame, _, line in rows:
+        named = [r for report in klass.values() for r in report.results if r.slip == slip and not r.passed]
+        assert blame == named[0].blame and line and html_unescape(line) in named[0].message
 
 
 def test_write_pages_and_grade_pages(klass, buggy, tmp_path):
