@@ -12,6 +12,7 @@ call; the results that differ; the exception raised.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -560,25 +561,35 @@ def detach_passes_gradient(evidence: Any) -> dict[str, str] | None:
     return next(({"at": tape.expression(j)} for j in range(len(tape.steps)) if tape.joined(j)), None)
 
 
+#: what a layer of an MLP may apply to each neuron's sum
+ACTIVATIONS: dict[str, Callable[[float], float]] = {
+    "linear": lambda o: o,
+    "relu": lambda o: max(o, 0.0),
+    "tanh": math.tanh,
+}
+#: the contract's MLP: ReLU on the hidden layers, the last layer linear
+CONTRACT = ("relu", "linear")
+
+
 def _mlp_outputs(
-    weights: list[float], sizes: tuple[int, ...], xs: list[float], relu: tuple[bool, bool]
+    weights: list[float], sizes: tuple[int, ...], xs: list[float], applies: tuple[str, str]
 ) -> list[float]:
-    """An MLP's outputs on `xs`, its weights laid out as parameters() lists them; `relu`:
-    whether (the hidden layers, the last layer) apply ReLU."""
+    """An MLP's outputs on `xs`, its weights laid out as parameters() lists them; `applies`:
+    what (the hidden layers, the last layer) apply (`ACTIVATIONS`)."""
     k = 0
     for layer, (nin, nout) in enumerate(itertools.pairwise(sizes)):
         outs = []
         for _ in range(nout):
             outs.append(sum(w * x for w, x in zip(weights[k : k + nin], xs, strict=True)) + weights[k + nin])
             k += nin + 1
-        xs = [max(o, 0.0) for o in outs] if relu[layer == len(sizes) - 2] else outs
+        xs = [ACTIVATIONS[applies[layer == len(sizes) - 2]](o) for o in outs]
     return xs
 
 
-def _mlp_explained(evidence: Any, relu: tuple[bool, bool]) -> dict[str, str] | None:
-    """Every MLP output whose value is wrong is one of what the MLP would give with ReLU
-    where `relu` says (hidden layers, last layer), on its own weights, and none of what the
-    contract's MLP gives: the MLP applies ReLU elsewhere than the contract."""
+def _mlp_explained(evidence: Any, applies: tuple[str, str]) -> dict[str, str] | None:
+    """Every MLP output whose value is wrong is one of what the MLP would give applying what
+    `applies` says (hidden layers, last layer), on its own weights, and none of what the
+    contract's MLP gives: the MLP applies another activation than the contract somewhere."""
     tape, sizes, first, wrong = evidence.tape, None, 0, 0
     for i, step in enumerate(tape.steps if tape.actual else ()):
         if step.op == "parameter" and "sizes" in step.kwargs:
@@ -592,9 +603,9 @@ def _mlp_explained(evidence: Any, relu: tuple[bool, bool]) -> dict[str, str] | N
         if got is None:
             return None
         got = got.array().reshape(-1)[0]
-        if not any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, relu)):
+        if not any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, applies)):
             return None
-        if any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, (True, False))):
+        if any(_same(got, y) for y in _mlp_outputs(weights, sizes, xs, CONTRACT)):
             return None
         wrong += 1
     return {} if wrong else None
@@ -602,12 +613,17 @@ def _mlp_explained(evidence: Any, relu: tuple[bool, bool]) -> dict[str, str] | N
 
 def hidden_layers_linear(evidence: Any) -> dict[str, str] | None:
     """The MLP's outputs are what it gives with no ReLU at all."""
-    return _mlp_explained(evidence, (False, False))
+    return _mlp_explained(evidence, ("linear", "linear"))
 
 
 def last_layer_relu(evidence: Any) -> dict[str, str] | None:
     """The MLP's outputs are what it gives with ReLU on its last layer too."""
-    return _mlp_explained(evidence, (True, True))
+    return _mlp_explained(evidence, ("relu", "relu"))
+
+
+def hidden_layers_tanh(evidence: Any) -> dict[str, str] | None:
+    """The MLP's outputs are what it gives with tanh on its hidden layers."""
+    return _mlp_explained(evidence, ("tanh", "linear"))
 
 
 SLIPS = (
@@ -763,6 +779,13 @@ SLIPS = (
         "the MLP's hidden layers apply no ReLU: each neuron of a hidden layer applies ReLU "
         "(nonlin=True); only the last layer is linear",
         hidden_layers_linear,
+        blame="mlp",
+    ),
+    Slip(
+        "hidden-layers-tanh",
+        "the MLP's hidden layers apply tanh: each neuron of a hidden layer applies ReLU "
+        "(nonlin=True, `act.relu()`); only the last layer is linear",
+        hidden_layers_tanh,
         blame="mlp",
     ),
     Slip(

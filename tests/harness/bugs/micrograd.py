@@ -530,6 +530,14 @@ BUGS = [
         slip=("hidden layers apply no ReLU",),
     ),
     Bug(
+        "hidden-layers-tanh",
+        "the MLP's neurons apply tanh where the contract's apply ReLU",
+        [(NN, "return act.relu() if self.nonlin else act", "return act.tanh() if self.nonlin else act")],
+        caught_by=["test_mlp::mlp_forward", "test_mlp::mlp_backward"],
+        says=("the MLP contract",),
+        slip=("hidden layers apply tanh",),
+    ),
+    Bug(
         "last-layer-relu",
         "the MLP's last layer applies ReLU too (the contract's last layer is linear)",
         [(NN, "nonlin=i != len(nouts) - 1", "nonlin=True")],
