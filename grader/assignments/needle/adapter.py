@@ -166,13 +166,13 @@ class GradientSkippedError(ValueError):
     none there, though find_topo_sort lists the node: backward came to it and stored nothing
     (a `continue` for the leaves before their gradient is set)."""
 
-    def __init__(self, where: Any) -> None:
+    def __init__(self, name: str, where: Any) -> None:
         #: backward, where the gradients are stored: the failure's place
         self.where = where
         super().__init__(
-            "x.grad is not set, though find_topo_sort lists x among the nodes the output depends on: "
-            "backward must set node.grad on every node it visits, the leaves too (they hold what "
-            "the caller reads)"
+            f"{name}.grad is not set, though find_topo_sort lists {name} among the nodes the output "
+            "depends on: backward must set node.grad on every node it visits, the leaves too (they "
+            "hold what the caller reads)"
         )
 
 
@@ -181,13 +181,13 @@ class SortLeftOutError(ValueError):
     none there: find_topo_sort, from the output, does not list it, so backward never came
     to it."""
 
-    def __init__(self, where: Any) -> None:
+    def __init__(self, name: str, where: Any) -> None:
         #: find_topo_sort, which leaves the node out: the failure's place
         self.where = where
         super().__init__(
-            "x.grad is not set: find_topo_sort leaves x out of the nodes the output depends on, so "
-            "backward never came to it; the sort must list every node reached from the roots, once, "
-            "after its inputs"
+            f"{name}.grad is not set: find_topo_sort leaves {name} out of the nodes the output depends "
+            "on, so backward never came to it; the sort must list every node reached from the roots, "
+            "once, after its inputs"
         )
 
 
@@ -503,7 +503,9 @@ class NeedleBackend(TensorBackend):
             outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
             if outputs and all(getattr(y, "grad", None) is None for y in outputs):
                 raise GradientNotStoredError(self._backward_place())
-            raise self._left_without_gradient(x.raw, outputs)
+            step = self.tape.steps[x.index] if x.index is not None else None
+            name = (step.label if step is not None else "") or (f"t{x.index}" if x.index is not None else "x")
+            raise self._left_without_gradient(x.raw, outputs, name)
         return self.wrap(grad, "grad", (x,))
 
     def op_gradient(
@@ -608,16 +610,16 @@ class NeedleBackend(TensorBackend):
                 entry["pairs_in_order"] = probe(hints.BACKWARD, self._pairs_in_order)
         return tape
 
-    def _left_without_gradient(self, node: Any, outputs: list[Any]) -> ValueError:
+    def _left_without_gradient(self, node: Any, outputs: list[Any], name: str) -> ValueError:
         """Why `node`, which the outputs depend on, has no gradient though they have theirs:
         find_topo_sort lists it (backward stored nothing there) or leaves it out. Where the
         sort cannot be asked, or the outputs do not depend on the node, only that it has none."""
         listed = self._listed_by_sort()
         if listed is None or not _depends_on(outputs, node):
-            return ValueError("x.grad is not set: backward() did not give this node a gradient")
+            return ValueError(f"{name}.grad is not set: backward() did not give this node a gradient")
         if id(node) in listed:
-            return GradientSkippedError(self._backward_place())
-        return SortLeftOutError(defined_at(getattr(self.autograd, "find_topo_sort", None)))
+            return GradientSkippedError(name, self._backward_place())
+        return SortLeftOutError(name, defined_at(getattr(self.autograd, "find_topo_sort", None)))
 
     def _pairs_in_order(self) -> Quantity | None:
         """backward() from x * y on fresh leaves (x = 2, 3 and y = 5, 7), once the product's
