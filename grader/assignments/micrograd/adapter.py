@@ -360,13 +360,13 @@ class MicrogradBackend(ScalarBackend):
         when it runs: WALKS says what the order shows (None: another, or it raised). The
         gradients alone cannot tell a walk in topological order from one that runs the
         output's closure alone: each inner closure runs while its node's gradient is 0."""
-        a = self.Value(2.0)
-        b = a * 3.0
-        c = b * 4.0
         ran: list[str] = []
-        for name, node in (("b", b), ("c", c)):
-            node._backward = functools.partial(_noted, ran, name, node._backward)
-        try:
+        try:  # the submission's ops, Value and backward(): any of them may raise
+            a = self.Value(2.0)
+            b = a * 3.0
+            c = b * 4.0
+            for name, node in (("b", b), ("c", c)):
+                node._backward = functools.partial(_noted, ran, name, node._backward)
             c.backward()
         except Exception:
             return None
