@@ -951,8 +951,8 @@ SLIPS = (
     ),
     Slip(
         "scalar-added",
-        "{op}'s gradient adds the scalar to out_grad: a + c has slope 1 in a, so its gradient is "
-        "out_grad itself",
+        "{op}'s gradient adds the scalar to out_grad: the derivative of a + c in a is 1, whatever "
+        "c is",
         scalar_added,
         blame="{op}",
     ),
