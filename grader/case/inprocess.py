@@ -31,7 +31,16 @@ from grader.case.limits import (
     settle_garbage,
 )
 from grader.case.loading import SubmissionError, running
-from grader.case.run import Bounded, Run, describe_exception, exit_failure, exit_fault, run_case
+from grader.case.run import (
+    Bounded,
+    Run,
+    describe_exception,
+    exit_failure,
+    exit_fault,
+    frames_in,
+    run_case,
+    stuck_at,
+)
 
 
 class InProcessEngine:
@@ -158,7 +167,8 @@ class InProcessEngine:
                 return []
 
     def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
-        return describe_exception(exc, self.roots).where
+        """Where a case that ran out of time was stuck (`run.stuck_at`)."""
+        return stuck_at(frames_in(exc, self.roots), self.name)
 
 
 class Submission:

@@ -951,8 +951,7 @@ SLIPS = (
     ),
     Slip(
         "scalar-added",
-        "{op}'s gradient adds the scalar to out_grad: the derivative of a + c in a is 1, whatever "
-        "c is",
+        "{op}'s gradient adds the scalar to out_grad: the derivative of a + c in a is 1, whatever c is",
         scalar_added,
         blame="{op}",
     ),
