@@ -451,11 +451,19 @@ def _input_rules(evidence: Any, op_class: str, k: int = 0) -> list[tuple[Any, An
         elif _probed_in_backward(evidence, i, op_class, 2):
             pair = evidence.rule_pair(i)
             g = tape.expected[i]["grad"].array().reshape(-1)
-            if pair is not None and pair[0].size == pair[1].size >= (k + 1) * g.size:
-                x = evidence.value(evidence.inputs(i)[k]).reshape(-1)
-                part = slice(k * g.size, (k + 1) * g.size)
-                found.append((x, g, pair[0][part], pair[1][part]))
+            found += _input_part(evidence, i, k, g, pair)
+        elif _of_class(evidence, i, op_class, 2) and (fixed := _fixed_pair(tape, i)) is not None:
+            g = fixed_out_grad(np.shape(evidence.value(i))).reshape(-1)
+            found += _input_part(evidence, i, k, g, fixed)
     return found
+
+
+def _input_part(evidence: Any, i: int, k: int, g: Any, pair: tuple[Any, Any] | None) -> list[tuple[Any, ...]]:
+    """Input k's share of node i's probe (`_input_rules`), out_grad `g`."""
+    if pair is None or not pair[0].size == pair[1].size >= (k + 1) * g.size:
+        return []
+    part = slice(k * g.size, (k + 1) * g.size)
+    return [(evidence.value(evidence.inputs(i)[k]).reshape(-1), g, pair[0][part], pair[1][part])]
 
 
 def scalar_added(evidence: Any) -> dict[str, str] | None:
@@ -587,15 +595,21 @@ def _partial_adjoint_flipped(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _of_class(evidence: Any, i: int, op_class: str, inputs: int) -> bool:
+    """Is node i an `op_class` op of `inputs` inputs?"""
+    step = evidence.tape.steps[i]
+    same_class = evidence.tape.hints.op_class(step.op, step.inputs) == op_class
+    return len(evidence.inputs(i)) == inputs and same_class
+
+
 def _probed_in_backward(evidence: Any, i: int, op_class: str, inputs: int) -> bool:
     """Is node i an `op_class` op of `inputs` inputs whose rule was probed alone in a
     backward on a node whose own gradient is right (so both probes had the same out_grad)?"""
-    tape, step = evidence.tape, evidence.tape.steps[i]
+    tape = evidence.tape
     return (
-        len(evidence.inputs(i)) == inputs
+        _of_class(evidence, i, op_class, inputs)
         and not tape.differs(i, "grad")
         and tape.expected[i]["grad"] is not None
-        and tape.hints.op_class(step.op, step.inputs) == op_class
     )
 
 
