@@ -329,6 +329,24 @@ def gradients_swapped(evidence: Any) -> dict[str, str] | None:
     for m, n in itertools.combinations(grads, 2):
         if _same(m.actual.array(), n.expected.array()) and _same(n.actual.array(), m.expected.array()):
             return {"op": _op(evidence)}
+    return _swapped_in_probe(evidence)
+
+
+def _swapped_in_probe(evidence: Any) -> dict[str, str] | None:
+    """A two-input op whose rule, probed alone (with its node's gradient, or the fixed
+    out_grad), sent each input what PyTorch's sends the other, where the two differ: the
+    case's own results mix it with the other ops' contributions."""
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps if tape.actual else ()):
+        if len(evidence.inputs(i)) != 2:
+            continue
+        pair = evidence.rule_pair(i) or _fixed_pair(tape, i)
+        sizes = {np.size(evidence.value(j)) for j in evidence.inputs(i)}
+        if pair is None or len(sizes) != 1 or 2 * sizes.pop() != pair[0].size:
+            continue  # the probe holds the two inputs' gradients, one after the other
+        e, a = (np.split(v, 2) for v in pair)
+        if not _same(e[0], e[1]) and _same(a[0], e[1]) and _same(a[1], e[0]):
+            return {"op": tape.hints.op_class(step.op, step.inputs) or step.op}
     return None
 
 

@@ -873,6 +873,9 @@ BUGS = [
         caught_by=[
             "test_op_gradients::op_gradient[EWiseMul]",
             "test_op_gradients::op_gradient_float32[EWiseMul]",
+            # in a backward, where the inputs' results mix other ops' contributions: the probe says it
+            "test_composite::diamond",
+            "test_composite::partial_adjoints_summed",
         ],
         says=("EWiseMul",),
         slip=("the other's gradient", "node.inputs[i]"),
