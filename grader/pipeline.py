@@ -31,7 +31,7 @@ from grader.report import places
 from grader.report.model import DEFAULT_HIDDEN_VISIBILITY, CaseResult, Report, Status
 from grader.scope import Scope, resolve, select
 from grader.verdict.compare import compare, needs_tape
-from grader.verdict.diagnose import diagnose, mlp_note, slips_for
+from grader.verdict.diagnose import diagnose, hints_for, mlp_note, slips_for
 from grader.verdict.graph import case_graph, case_ops
 from grader.verdict.integrity import Finding
 from grader.verdict.oracle import NeedsTorch, Oracle, oracle_from
@@ -253,7 +253,9 @@ def verdict(
     graph = case_graph(expected, actual, case.assignment, diagnosis) if failed else None
     blamed = diagnosis.blame if diagnosis is not None else ""
     if actual.fault is not None and actual.stuck_in:  # out of time, stuck in one of its parts
-        blamed = assignments.part_of(case.assignment, actual.stuck_in)
+        hints = hints_for(case.assignment)
+        part = hints.function_blame(actual.stuck_in)
+        blamed = part if part in hints.PARTS else ""
     hidden = case.suite == "hidden"
     return CaseResult(
         id=case.id,

@@ -149,12 +149,3 @@ def markers(name: str) -> tuple[str, ...]:
     if name not in NAMES:
         raise KeyError(f"unknown assignment {name!r} (known: {', '.join(NAMES)})")
     return tuple(importlib.import_module(f"{__name__}.{name}").MARKERS)
-
-
-def part_of(name: str, function: str) -> str:
-    """The part of assignment `name` (its `hints.PARTS`: a rule, backward, the sort) that a
-    failure in the submission's `function` is laid at, or "" for code given to the student
-    (`Tensor._init`), which no student fixes."""
-    hints = importlib.import_module(f"{__name__}.{name}.hints")
-    part = hints.function_blame(function)
-    return part if part in hints.PARTS else ""

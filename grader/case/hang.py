@@ -24,8 +24,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from grader.assignments import part_of
-
 #: what asks a worker for its stacks
 DUMP_SIGNAL = signal.SIGUSR1
 #: a case within this many CPU seconds of its budget when the alarm rings has used it
@@ -43,30 +41,19 @@ def listen() -> None:
     faulthandler.register(DUMP_SIGNAL, file=sys.__stderr__, all_threads=True)
 
 
-#: the frames of a dump `where` reads, innermost first, looking for one in a part
-MAX_FRAMES = 50
-
-
-def where(dump: str, work: Path, assignment: str | None = None) -> tuple[str, int, str] | None:
+def where(dump: str, work: Path) -> tuple[str, int, str] | None:
     """Grader side: (file relative to the submission, line, function) of the innermost frame
-    inside `work` in the dump's thread that runs the cases, or None; given the `assignment`,
-    the innermost in one of its parts, if one is (`run.stuck_at`). Frames come innermost
-    first, so a dump still being written already holds the innermost, if it has it."""
+    inside `work` in the dump's thread that runs the cases, or None. Frames come innermost
+    first, so a dump still being written already holds the one that counts, if it has it."""
     prefix = str(work).rstrip("/") + "/"
     for block in dump.split("\n\n"):
         if CASES_THREAD not in block:
             continue
-        innermost = None
-        for line in block.splitlines()[: MAX_FRAMES + 2]:
+        for line in block.splitlines():
             match = FRAME.match(line)
             if match and match["file"].startswith(prefix):
                 file, number = match["file"][len(prefix) :], int(match["line"])
-                frame = file[:200], number, qualified(work / file, number, match["func"])[:100]
-                innermost = innermost or frame
-                if assignment is None or part_of(assignment, frame[2]):
-                    return frame
-        if innermost is not None:
-            return innermost
+                return file[:200], number, qualified(work / file, number, match["func"])[:100]
     return None
 
 

@@ -31,16 +31,7 @@ from grader.case.limits import (
     settle_garbage,
 )
 from grader.case.loading import SubmissionError, running
-from grader.case.run import (
-    Bounded,
-    Run,
-    describe_exception,
-    exit_failure,
-    exit_fault,
-    frames_in,
-    run_case,
-    stuck_at,
-)
+from grader.case.run import Bounded, Run, describe_exception, exit_failure, exit_fault, run_case
 
 
 class InProcessEngine:
@@ -167,8 +158,7 @@ class InProcessEngine:
                 return []
 
     def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
-        """Where a case that ran out of time was stuck (`run.stuck_at`)."""
-        return stuck_at(frames_in(exc, self.roots), self.name)
+        return describe_exception(exc, self.roots).where
 
 
 class Submission:

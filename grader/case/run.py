@@ -8,7 +8,6 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from grader import assignments
 from grader.case import hang
 from grader.case.backend import MissingOp
 from grader.case.define import Case
@@ -140,37 +139,19 @@ def said(exc: BaseException) -> str:
         return f"(no message: the submission's __repr__ or __str__ raised {type(inner).__name__} making it)"
 
 
-def frames_in(exc: BaseException, roots: list[Path]) -> list[tuple[str, int, str]]:
-    """The frames of `exc`'s traceback inside the submission, outermost first: (file name,
-    line, function)."""
-    found = []
-    tb = exc.__traceback__
-    while tb is not None:
-        filename = Path(tb.tb_frame.f_code.co_filename)
-        if any(root in filename.parents for root in roots):
-            found.append((filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code)))
-        tb = tb.tb_next
-    return found
-
-
-def stuck_at(frames: list[tuple[str, int, str]], assignment: str) -> tuple[str, int, str] | None:
-    """Where a case that ran out of time was stuck, of the submission's `frames` (outermost
-    first): the innermost in one of the assignment's parts, else the innermost. A backward
-    that loops making Tensors is stuck in backward, though its innermost frame, as often as
-    not, is the Tensor's constructor that the student was given."""
-    innermost = frames[-1] if frames else None
-    return next((f for f in reversed(frames) if assignments.part_of(assignment, f[2])), innermost)
-
-
 def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
     """Keep the type, a bounded message and the innermost frame inside the submission."""
     where = getattr(exc, "where", None)  # an account of the exception may say where
     where = where if isinstance(where, tuple) and len(where) == 3 else None
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
-    for frame in frames_in(exc, roots):
-        where = frame
-        if where[2].endswith(".gradient"):
-            rule = where
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if any(root in filename.parents for root in roots):
+            where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
+            if where[2].endswith(".gradient"):
+                rule = where
+        tb = tb.tb_next
     message = said(exc)
     left_in = LEFT_IN.get((type(exc).__name__, message))
     if left_in is not None:

@@ -50,16 +50,7 @@ from grader.case import hang, seccomp, threads
 from grader.case.define import collect
 from grader.case.limits import PROBE_CPU, case_garbage, probe, settle_garbage
 from grader.case.loading import SubmissionError, running
-from grader.case.run import (
-    Bounded,
-    Run,
-    describe_exception,
-    exit_failure,
-    exit_fault,
-    frames_in,
-    run_case,
-    stuck_at,
-)
+from grader.case.run import Bounded, Run, describe_exception, exit_failure, exit_fault, run_case
 from grader.case.wire import (
     ASK_TAPE,
     HEADER,
@@ -270,8 +261,6 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
                     run = Run(failure=exit_failure(exc, [work]))
                 except BaseException as exc:  # out of CPU; or a KeyboardInterrupt, the submission's own here
                     run = Run(failure=describe_exception(exc, [work]))
-                    if isinstance(exc, hang.CaseTimedOut):  # where it was stuck, as in process
-                        run.failure.where = stuck_at(frames_in(exc, [work]), name)
             run.output = buffer.getvalue()
             run.notes, told = modules.notes[told:], len(modules.notes)
             channel.send(run_to_wire(case_id, run, tape=None))

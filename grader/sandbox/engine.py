@@ -421,21 +421,21 @@ class SandboxEngine:
         """A timeout, saying where the worker was stuck; a case with a CPU budget (this was
         its backstop) is no hang that the cut-off counts."""
         budgeted = case is not None and bool(self._cpu(case))
-        location = self._stuck_at(worker, work, case.assignment if case is not None else None)
+        location = self._stuck_at(worker, work)
         message = self.policy.timed_out(seconds, location, count=not budgeted)
         return Fault(message, stuck_in=location[2] if location else "")
 
     @staticmethod
-    def _stuck_at(worker: WorkerProcess, work: Path, assignment: str | None) -> tuple[str, int, str] | None:
-        """Where the worker's case is stuck (`hang.where`): its stacks, asked for now, read as
-        they come for at most DUMP_WAIT seconds (a live process writes them at once)."""
+    def _stuck_at(worker: WorkerProcess, work: Path) -> tuple[str, int, str] | None:
+        """Where the worker's case is stuck: its stacks, asked for now, read as they come
+        for at most DUMP_WAIT seconds (a live process writes them at once)."""
         if not worker.ask_stacks():
             return None
         deadline = time.monotonic() + DUMP_WAIT
         while True:
             dump = worker.read_noise()
             if hang.complete(dump) or not worker.wait_noise(deadline):
-                return hang.where(dump, work, assignment)
+                return hang.where(dump, work)
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
