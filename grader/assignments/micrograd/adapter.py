@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignments.micrograd import MARKERS, OPS
-from grader.assignments.micrograd.backend import WRAPPED_SEED, Model, ScalarBackend, mlp_weights
+from grader.assignments.micrograd.backend import (
+    OUTPUT_ALONE,
+    RIGHT_WALK,
+    TOPOLOGICAL_WALK,
+    WRAPPED_SEED,
+    Model,
+    ScalarBackend,
+    mlp_weights,
+)
 from grader.case.backend import OPERATORS
 from grader.case.loading import Package
 from grader.case.quantity import Quantity
@@ -45,6 +53,11 @@ def _neurons(model: Any) -> list[list[tuple[list[Any], Any]]] | None:
         return None
 
 
+#: what parameters() leaves out, where every neuron leaves out the same (`_left_out`, `_counted`)
+_NO_BIASES = "{neurons} fewer, one for each neuron: each neuron's bias is left out"
+_NO_WEIGHTS = "one for each neuron: each neuron's weights are left out"
+
+
 def _left_out(layers: list[list[tuple[list[Any], Any]]] | None, params: list[Any]) -> tuple[str, str] | None:
     """What the Values parameters() leaves out have in common, and the class whose
     parameters() leaves them out: every neuron's bias, or its weights (Neuron), whole layers'
@@ -60,9 +73,9 @@ def _left_out(layers: list[list[tuple[list[Any], Any]]] | None, params: list[Any
     rows = [[(state(w), state([b])) for w, b in layer] for layer in layers]
     cells = [cell for row in rows for cell in row]
     if all(cell == ("all", "none") for cell in cells):
-        return f"{len(cells)} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
+        return _NO_BIASES.format(neurons=len(cells)), "Neuron"
     if all(cell == ("none", "all") for cell in cells):
-        return "one for each neuron: each neuron's weights are left out", "Neuron"
+        return _NO_WEIGHTS, "Neuron"
     full, empty = ("all", "all"), ("none", "none")
     if all(all(c == full for c in row) or all(c == empty for c in row) for row in rows):
         whole = [k for k, row in enumerate(rows) if all(c == empty for c in row)]
@@ -78,15 +91,14 @@ def _counted(nouts: list[int], got: int, want: int) -> tuple[str, str]:
     """What the count alone shows, where the MLP keeps its neurons otherwise."""
     neurons = sum(nouts)
     if want - got == neurons:
-        return f"{neurons} fewer, one for each neuron: each neuron's bias is left out", "Neuron"
+        return _NO_BIASES.format(neurons=neurons), "Neuron"
     if got == neurons:
-        return "one for each neuron: each neuron's weights are left out", "Neuron"
+        return _NO_WEIGHTS, "Neuron"
     return "each neuron lists its nin weights, then its bias", "MLP"
 
 
-#: the order backward() ran the closures of c = (a * 3) * 4 in (`_walk`) -> what it says:
-#: from the output back (right), in topological order, the output's own closure alone
-WALKS = {("c", "b"): 1, ("b", "c"): 2, ("c",): 3}
+#: the order backward() ran the closures of c = (a * 3) * 4 in (`_walk`) -> what it says
+WALKS = {("c", "b"): RIGHT_WALK, ("b", "c"): TOPOLOGICAL_WALK, ("c",): OUTPUT_ALONE}
 
 
 def _noted(ran: list[str], name: str, closure: Callable[[], Any]) -> Any:
@@ -371,7 +383,7 @@ class MicrogradBackend(ScalarBackend):
         except Exception:
             return None
         said = WALKS.get(tuple(ran))
-        return None if said is None else Quantity((float(said),), ())
+        return None if said is None else Quantity((said,), ())
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:
         self.tape.mark_output(out)

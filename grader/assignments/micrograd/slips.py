@@ -20,7 +20,13 @@ import numpy as np
 
 from grader.assignments import Slip, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
-from grader.assignments.micrograd.backend import PROBE_GRAD, PROBE_SEED, WRAPPED_SEED
+from grader.assignments.micrograd.backend import (
+    OUTPUT_ALONE,
+    PROBE_GRAD,
+    PROBE_SEED,
+    TOPOLOGICAL_WALK,
+    WRAPPED_SEED,
+)
 from grader.case.trace import NodeRef
 
 
@@ -504,10 +510,6 @@ def nothing_passed_on(evidence: Any) -> dict[str, str] | None:
     inputs something."""
     found = _starved(evidence)
     return {} if found is not None and found[0] & found[1] else None
-
-
-#: what the adapter's `walk` probe says of backward()'s walk (adapter.WALKS)
-RIGHT_WALK, TOPOLOGICAL_WALK, OUTPUT_ALONE = 1.0, 2.0, 3.0
 
 
 def _walk(evidence: Any) -> float | None:

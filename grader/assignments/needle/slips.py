@@ -163,11 +163,16 @@ def carries_over(evidence: Any) -> dict[str, str] | None:
     probe): the backward through the gradient started from what the first one left on the
     nodes of its graph, interior ones too, so no node's gradient is PyTorch's plus an earlier
     one that `kept_earlier_gradient` could see."""
+    return {} if _backward_probe_says(evidence, "carries_over", 1.0) else None
+
+
+def _backward_probe_says(evidence: Any, key: str, answer: float) -> bool:
+    """Is a gradient wrong, and did the adapter's probe of backward `key` (run on a fresh
+    graph, said on the tape's node that carries it) answer `answer`?"""
     tape = evidence.tape
     if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
-        return None
-    said = [tape.actual[k].get("carries_over") for k, step in enumerate(tape.steps) if step.op == "grad"]
-    return {} if any(q is not None and q.data[0] == 1.0 for q in said) else None
+        return False
+    return any((q := entry.get(key)) is not None and q.data[0] == answer for entry in tape.actual)
 
 
 def gradient_detached(evidence: Any) -> dict[str, str] | None:
@@ -175,33 +180,21 @@ def gradient_detached(evidence: Any) -> dict[str, str] | None:
     fresh sum(x * x), left x a gradient that is a leaf (the adapter's `grad_is_node` probe):
     the gradient the case differentiates has no graph, so the backward through it sends
     nothing back."""
-    tape = evidence.tape
-    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
-        return None
-    said = [tape.actual[k].get("grad_is_node") for k, step in enumerate(tape.steps) if step.op == "grad"]
-    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+    return {} if _backward_probe_says(evidence, "grad_is_node", 0.0) else None
 
 
 def output_grad_to_every_rule(evidence: Any) -> dict[str, str] | None:
     """A gradient is wrong, and backward, run from (x * 3) * 5 on a fresh leaf x, left x 3
     where 15 is due (the adapter's `rules_get_node_grad` probe): it called x * 3's rule with
     the output's out_grad, not with that node's own gradient."""
-    tape = evidence.tape
-    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
-        return None
-    said = [entry.get("rules_get_node_grad") for entry in tape.actual]
-    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+    return {} if _backward_probe_says(evidence, "rules_get_node_grad", 0.0) else None
 
 
 def adjoints_to_wrong_inputs(evidence: Any) -> dict[str, str] | None:
     """A gradient is wrong, and backward, run from x * y on fresh leaves, left x the
     gradient its rule returned for y (the adapter's `pairs_in_order` probe): backward sends
     what each rule returns to the inputs in another order."""
-    tape = evidence.tape
-    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
-        return None
-    said = [entry.get("pairs_in_order") for entry in tape.actual]
-    return {} if any(q is not None and q.data[0] == 0.0 for q in said) else None
+    return {} if _backward_probe_says(evidence, "pairs_in_order", 0.0) else None
 
 
 def _gradients(evidence: Any, reason: str) -> list[Any]:
