@@ -27,6 +27,9 @@ command -v chromium >/dev/null 2>&1 || apt_install chromium "the feedback pages'
 command -v chromedriver >/dev/null 2>&1 || apt_install chromium-driver "the feedback pages' browser test is skipped"
 # PyTorch first, pinned and from its CPU index: pyproject.toml accepts any torch from 2.1 on,
 # and an unpinned one from PyPI brings gigabytes of CUDA libraries
-python -m pip install --quiet --disable-pip-version-check torch==2.13.0 \
-    --index-url https://download.pytorch.org/whl/cpu
+# (skipped where it is installed already: a machine without that index then waits on nothing)
+if ! python -c "import importlib.metadata as m, sys; sys.exit(m.version('torch').split('+')[0] != '2.13.0')" 2>/dev/null; then
+    python -m pip install --quiet --disable-pip-version-check torch==2.13.0 \
+        --index-url https://download.pytorch.org/whl/cpu
+fi
 python -m pip install --quiet --disable-pip-version-check -e ".[dev,nbgrader,cluster]"
