@@ -337,17 +337,31 @@ def test_a_case_without_a_tape_is_laid_where_the_smaller_ones_are(cases, oracle,
 
 
 def test_a_failure_its_tape_cannot_explain_is_laid_where_the_others_are(cases, oracle, tmp_path):
-    """An MLP's neurons are off its tape: a backward() that visits breadth first fails the MLP
-    cases with no rule run wrong on the tape. Where the assignment's other failing cases name
-    one part, these are laid there too, but a public case only by public ones."""
+    """An MLP's neurons are off its tape: a sort without its `visited` set, which lists a node
+    once for each path to it, fails the MLP cases with no rule run wrong on the tape. Where
+    the assignment's other failing cases name one part, these are laid there too, but a
+    public case only by public ones."""
     mlp = "micrograd/test_mlp::mlp_backward"
-    bug = BY_NAME["breadth-first-order"]
+    bug = BY_NAME["topo-without-visited"]
     public = chosen(cases, r"^micrograd/test_accumulation::")
     hidden = chosen(cases, r"^micrograd/test_hidden_graph::")
     by_public = blames(bug, [*chosen(cases, mlp), *public], oracle, tmp_path / "public")
     assert by_public[mlp] == "backward" and set(by_public.values()) == {"backward"}, by_public
     by_hidden = blames(bug, [*chosen(cases, mlp), *hidden], oracle, tmp_path / "hidden")
     assert by_hidden[mlp] == "" and set(by_hidden.values()) == {"backward", ""}, by_hidden
+
+
+def test_a_backward_that_walks_breadth_first_is_named_on_the_mlp_cases_too(cases, oracle, tmp_path):
+    """The MLP's neurons are off the tape, but backward()'s walk is probed on a graph of its
+    own: every case the breadth-first walk fails, the MLP's among them, names it and is laid
+    at backward(), without the MLP's contract (the MLP is right)."""
+    picked = chosen(cases, r"^micrograd/test_(mlp|accumulation)::")
+    results = run(BY_NAME["breadth-first-order"], picked, oracle, tmp_path)
+    wrong = {i: r for i, r in results.items() if not r.passed}
+    assert "micrograd/test_mlp::mlp_backward" in wrong and len(wrong) > 3, sorted(wrong)
+    for i, r in wrong.items():
+        assert (r.slip, r.blame) == ("breadth-first", "backward"), (i, r.slip, r.blame, r.message)
+        assert "breadth first" in r.message and "MLP(nin, nouts)" not in r.message, (i, r.message)
 
 
 # ---- leaves that do not require a gradient ----

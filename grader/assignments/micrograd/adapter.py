@@ -10,6 +10,7 @@ from typing import Any
 
 from grader.assignments.micrograd import MARKERS, OPS
 from grader.assignments.micrograd.backend import (
+    BREADTH_FIRST_WALK,
     OUTPUT_ALONE,
     RIGHT_WALK,
     TOPOLOGICAL_WALK,
@@ -97,8 +98,16 @@ def _counted(nouts: list[int], got: int, want: int) -> tuple[str, str]:
     return "each neuron lists its nin weights, then its bias", "MLP"
 
 
-#: the order backward() ran the closures of c = (a * 3) * 4 in (`_walk`) -> what it says
-WALKS = {("c", "b"): RIGHT_WALK, ("b", "c"): TOPOLOGICAL_WALK, ("c",): OUTPUT_ALONE}
+#: the order backward() ran the closures of d = b + e, e = (b * 4) * 5, b = a * 3 in
+#: (`_walk`) -> what it says. b feeds d directly and through c = b * 4 and e: one order
+#: alone is right, and every breadth-first walk from d runs b's closure before c's
+WALKS = {
+    ("d", "e", "c", "b"): RIGHT_WALK,
+    ("b", "c", "e", "d"): TOPOLOGICAL_WALK,
+    ("d",): OUTPUT_ALONE,
+    ("d", "b", "e", "c"): BREADTH_FIRST_WALK,
+    ("d", "e", "b", "c"): BREADTH_FIRST_WALK,
+}
 
 
 def _noted(ran: list[str], name: str, closure: Callable[[], Any]) -> Any:
@@ -368,18 +377,22 @@ class MicrogradBackend(ScalarBackend):
         return tape
 
     def _walk(self) -> Quantity | None:
-        """backward() from c = (a * 3) * 4 on a fresh Value a, each op node's closure noting
-        when it runs: WALKS says what the order shows (None: another, or it raised). The
-        gradients alone cannot tell a walk in topological order from one that runs the
-        output's closure alone: each inner closure runs while its node's gradient is 0."""
+        """backward() from d = b + (b * 4) * 5, b = a * 3, on a fresh Value a, each op
+        node's closure noting when it runs: WALKS says what the order shows (None: another,
+        or it raised). The gradients alone cannot tell a walk in topological order from one
+        that runs the output's closure alone (each inner closure runs while its node's
+        gradient is 0), nor, in a case whose nodes are off the tape (an MLP's), a walk
+        breadth first from one in reverse topological order."""
         ran: list[str] = []
         try:  # the submission's ops, Value and backward(): any of them may raise
             a = self.Value(2.0)
             b = a * 3.0
             c = b * 4.0
-            for name, node in (("b", b), ("c", c)):
+            e = c * 5.0
+            d = b + e
+            for name, node in (("b", b), ("c", c), ("e", e), ("d", d)):
                 node._backward = functools.partial(_noted, ran, name, node._backward)
-            c.backward()
+            d.backward()
         except Exception:
             return None
         said = WALKS.get(tuple(ran))

@@ -21,6 +21,7 @@ import numpy as np
 from grader.assignments import Slip, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import (
+    BREADTH_FIRST_WALK,
     OUTPUT_ALONE,
     PROBE_GRAD,
     PROBE_SEED,
@@ -513,8 +514,8 @@ def nothing_passed_on(evidence: Any) -> dict[str, str] | None:
 
 
 def _walk(evidence: Any) -> float | None:
-    """The order backward() ran the closures of a fresh (a * 3) * 4 in, as the probe
-    says it (None: unknown)."""
+    """The order backward() ran the closures of a fresh b + (b * 4) * 5 in, b = a * 3, as
+    the probe says it (None: unknown)."""
     tape = evidence.tape
     said = tape.actual[-1].get("walk") if tape.actual else None
     return None if said is None else said.data[0]
@@ -542,9 +543,19 @@ def topological_order(evidence: Any) -> dict[str, str] | None:
 
 
 def output_closure_only(evidence: Any) -> dict[str, str] | None:
-    """backward() is blamed, and on a fresh (a * 3) * 4 it ran the output's closure alone
+    """backward() is blamed, and on the probe's fresh graph it ran the output's closure alone
     (the adapter's `walk` probe)."""
     if evidence.diagnosis.blame != "backward" or _walk(evidence) != OUTPUT_ALONE:
+        return None
+    return {}
+
+
+def breadth_first(evidence: Any) -> dict[str, str] | None:
+    """On a fresh graph where b feeds the output d both directly and through two more ops,
+    backward() ran b's closure before theirs (the adapter's `walk` probe), as every walk
+    breadth first from the output does. Where backward() is blamed, and where no part is: an
+    MLP's neurons are off its tape, and its case shows wrong gradients no rule explains."""
+    if evidence.diagnosis.blame not in ("backward", "") or _walk(evidence) != BREADTH_FIRST_WALK:
         return None
     return {}
 
@@ -715,6 +726,16 @@ SLIPS = (
         "backward() runs the output's own closure alone: it must run every node's _backward, from "
         "the output back (the topological order, reversed), so that each node passes its gradient on",
         output_closure_only,
+        replaces=(hints.ORDER,),
+    ),
+    Slip(
+        "breadth-first",
+        "backward() runs the closures breadth first from the output: a node's closure then runs "
+        "before every node that uses it has passed its gradient back (one further from the output "
+        "by a longer path). Sort the nodes topologically (each after its inputs) and run their "
+        "_backward in reverse",
+        breadth_first,
+        blame="backward",
         replaces=(hints.ORDER,),
     ),
     Slip(

@@ -367,8 +367,8 @@ BUGS = [
             "test_composite::more_ops",
             "test_hidden_graph::hidden_ladder",
         ],
-        says=("from backward()", "right on their own", "reverse topological order"),
-        slip=("reverse topological order",),
+        says=("from backward()", "right on their own", "breadth first"),
+        slip=("runs the closures breadth first", "run their _backward in reverse"),
     ),
     Bug(
         "double-counting",
