@@ -12,6 +12,7 @@ from grader.assignments.micrograd import MARKERS, OPS
 from grader.assignments.micrograd.backend import (
     BREADTH_FIRST_WALK,
     OUTPUT_ALONE,
+    REPEATED_WALK,
     RIGHT_WALK,
     TOPOLOGICAL_WALK,
     WRAPPED_SEED,
@@ -378,11 +379,12 @@ class MicrogradBackend(ScalarBackend):
 
     def _walk(self) -> Quantity | None:
         """backward() from d = b + (b * 4) * 5, b = a * 3, on a fresh Value a, each op
-        node's closure noting when it runs: WALKS says what the order shows (None: another,
-        or it raised). The gradients alone cannot tell a walk in topological order from one
-        that runs the output's closure alone (each inner closure runs while its node's
-        gradient is 0), nor, in a case whose nodes are off the tape (an MLP's), a walk
-        breadth first from one in reverse topological order."""
+        node's closure noting when it runs: WALKS says what the order shows, REPEATED_WALK
+        that a closure ran more than once (None: another, or it raised). The gradients alone
+        cannot tell a walk in topological order from one that runs the output's closure alone
+        (each inner closure runs while its node's gradient is 0), nor, in a case whose nodes
+        are off the tape (an MLP's), a walk breadth first from one in reverse topological
+        order."""
         ran: list[str] = []
         try:  # the submission's ops, Value and backward(): any of them may raise
             a = self.Value(2.0)
@@ -395,7 +397,7 @@ class MicrogradBackend(ScalarBackend):
             d.backward()
         except Exception:
             return None
-        said = WALKS.get(tuple(ran))
+        said = REPEATED_WALK if len(set(ran)) < len(ran) else WALKS.get(tuple(ran))
         return None if said is None else Quantity((said,), ())
 
     def local_backward(self, out, out_grad: float = 1.0) -> None:

@@ -26,9 +26,10 @@ PROBE_SEED, PROBE_GRAD = 0.25, 0.75
 #: number)
 WRAPPED_SEED = 0.3819660112501051
 #: what the tape's `walk` says of backward() (the adapter's probe, read by the slips): the
-#: closures ran from the output back (right), in topological order, the output's alone, or
-#: breadth first from the output (a node before one that uses it, further from the output)
-RIGHT_WALK, TOPOLOGICAL_WALK, OUTPUT_ALONE, BREADTH_FIRST_WALK = 1.0, 2.0, 3.0, 4.0
+#: closures ran from the output back (right), in topological order, the output's alone,
+#: breadth first from the output (a node before one that uses it, further from the output),
+#: or one of them more than once (once for each path from the output to its node)
+RIGHT_WALK, TOPOLOGICAL_WALK, OUTPUT_ALONE, BREADTH_FIRST_WALK, REPEATED_WALK = 1.0, 2.0, 3.0, 4.0, 5.0
 #: the most op nodes a tape probes: in a deeper graph, the last made (nearest the output,
 #: where the diagnosis starts looking)
 MAX_PROBES = 200

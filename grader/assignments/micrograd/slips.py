@@ -25,6 +25,7 @@ from grader.assignments.micrograd.backend import (
     OUTPUT_ALONE,
     PROBE_GRAD,
     PROBE_SEED,
+    REPEATED_WALK,
     TOPOLOGICAL_WALK,
     WRAPPED_SEED,
 )
@@ -560,6 +561,15 @@ def breadth_first(evidence: Any) -> dict[str, str] | None:
     return {}
 
 
+def walked_again(evidence: Any) -> dict[str, str] | None:
+    """On the probe's fresh graph, where b reaches the output by two paths, backward() ran a
+    closure more than once (the adapter's `walk` probe): the sort listed a node once for each
+    path to it. Where backward() is blamed, and where no part is (an MLP's cases)."""
+    if evidence.diagnosis.blame not in ("backward", "") or _walk(evidence) != REPEATED_WALK:
+        return None
+    return {}
+
+
 def rule_run_again(evidence: Any) -> dict[str, str] | None:
     """A closure ran more than once (`repeated`), seen in the first backward() call that
     went wrong, where it is the first call: no earlier call's gradients to carry over."""
@@ -751,6 +761,15 @@ SLIPS = (
         "must list each node once (a `visited` set, checked before going down into a node), and "
         "backward() run each node's _backward once",
         rule_run_again,
+        replaces=(hints.ORDER,),
+    ),
+    Slip(
+        "walked-again",
+        "backward() runs a node's closure more than once, once for each path from the output to "
+        "it: the sort must list each node once (a `visited` set, checked before going down into "
+        "a node), and backward() run each node's _backward once",
+        walked_again,
+        blame="backward",
         replaces=(hints.ORDER,),
     ),
     Slip(
