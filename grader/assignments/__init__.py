@@ -38,6 +38,8 @@ class Assignment:
     engine: Callable[..., Any]
     #: files that make a folder named like the assignment its package (besides __init__.py)
     markers: tuple[str, ...] = ()
+    #: the functions the template gives whole, by qualified name (its package's `GIVEN`)
+    given: frozenset[str] = frozenset()
 
     def oracle(self, trace: bool = True) -> Any:
         """The PyTorch `lib` for this assignment (imports torch on first use)."""
@@ -135,12 +137,19 @@ def repeated(evidence: Any, tape: Any) -> dict[str, str] | None:
 def get(name: str) -> Assignment:
     found = markers(name)  # an unknown name is a KeyError here
     adapter = importlib.import_module(f"{__name__}.{name}.adapter")
-    return Assignment(name, adapter.ENGINE.load, adapter.ENGINE, found)
+    return Assignment(name, adapter.ENGINE.load, adapter.ENGINE, found, given(name))
 
 
 def accounts() -> tuple[str, ...]:
     """Every assignment's own accounts of an exception, by name (its package's `ACCOUNTS`)."""
     return tuple(found for name in NAMES for found in importlib.import_module(f"{__name__}.{name}").ACCOUNTS)
+
+
+def given(name: str) -> frozenset[str]:
+    """The functions the template of assignment `name` gives whole, by qualified name (its
+    package's `GIVEN`): a case stuck in one was stuck in the code that called it
+    (`grader.case.hang.where`)."""
+    return frozenset(importlib.import_module(f"{__name__}.{name}").GIVEN)
 
 
 def markers(name: str) -> tuple[str, ...]:

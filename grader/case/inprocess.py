@@ -158,7 +158,7 @@ class InProcessEngine:
                 return []
 
     def _where(self, exc: BaseException) -> tuple[str, int, str] | None:
-        return describe_exception(exc, self.roots).where
+        return describe_exception(exc, self.roots, self.assignment.given).where
 
 
 class Submission:
@@ -193,16 +193,17 @@ class Submission:
                 self.engines[assignment] = exc
             except (hang.WallTimeout, SystemExit) as exc:
                 self.engines[assignment] = SubmissionError(
-                    f"importing {assignment} failed: {self._stopped(exc, seconds)}"
+                    f"importing {assignment} failed: {self._stopped(exc, seconds, assignment)}"
                 )
         return self.engines[assignment]
 
-    def _stopped(self, exc: hang.WallTimeout | SystemExit, seconds: float) -> str:
+    def _stopped(self, exc: hang.WallTimeout | SystemExit, seconds: float, assignment: str) -> str:
         """Why an import that did not end did not: it exited, or ran out of time."""
         roots = [self.directory.resolve()]
         if isinstance(exc, SystemExit):
             return exit_fault(exit_failure(exc, roots), during="")
-        return self.policy.timed_out(seconds, describe_exception(exc, roots).where, count=False)
+        where = describe_exception(exc, roots, assignments.given(assignment)).where
+        return self.policy.timed_out(seconds, where, count=False)
 
     @property
     def notes(self) -> list[str]:

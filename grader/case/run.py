@@ -139,19 +139,25 @@ def said(exc: BaseException) -> str:
         return f"(no message: the submission's __repr__ or __str__ raised {type(inner).__name__} making it)"
 
 
-def describe_exception(exc: BaseException, roots: list[Path]) -> Failure:
-    """Keep the type, a bounded message and the innermost frame inside the submission."""
+def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[str] = frozenset()) -> Failure:
+    """Keep the type, a bounded message and the innermost frame inside the submission. For a
+    case that ran out of time, the innermost frame of the student's own code: not one of the
+    functions the template gives whole (`given`: see `hang.where`)."""
     where = getattr(exc, "where", None)  # an account of the exception may say where
     where = where if isinstance(where, tuple) and len(where) == 3 else None
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
+    passed = given if isinstance(exc, (hang.CaseTimedOut, hang.WallTimeout)) else frozenset()
+    own = None  # the innermost frame not in `passed`
     tb = exc.__traceback__
     while tb is not None:
         filename = Path(tb.tb_frame.f_code.co_filename)
         if any(root in filename.parents for root in roots):
             where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
+            own = own if where[2] in passed else where
             if where[2].endswith(".gradient"):
                 rule = where
         tb = tb.tb_next
+    where = own or where
     message = said(exc)
     left_in = LEFT_IN.get((type(exc).__name__, message))
     if left_in is not None:

@@ -260,7 +260,7 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
                 except SystemExit as exc:  # the case's fault, as in process: the worker goes on
                     run = Run(failure=exit_failure(exc, [work]))
                 except BaseException as exc:  # out of CPU; or a KeyboardInterrupt, the submission's own here
-                    run = Run(failure=describe_exception(exc, [work]))
+                    run = Run(failure=describe_exception(exc, [work], assignment.given))
             run.output = buffer.getvalue()
             run.notes, told = modules.notes[told:], len(modules.notes)
             channel.send(run_to_wire(case_id, run, tape=None))

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from grader.assignments import given
 from grader.case import hang
 from grader.case.define import Case
 from grader.case.limits import PROBE_WAIT, REPEATS, TimePolicy
@@ -404,9 +405,15 @@ class SandboxEngine:
         return min(mine, self.budget.deadline), self.budget.deadline < mine
 
     def _wait(
-        self, worker: WorkerProcess, seconds: float, work: Path | None = None, case: Case | None = None
+        self,
+        worker: WorkerProcess,
+        seconds: float,
+        work: Path | None = None,
+        case: Case | None = None,
+        assignment: str = "",
     ) -> dict:
-        """The worker's next message. On a timeout, with `work`, say where it was stuck."""
+        """The worker's next message. On a timeout, with `work`, say where it was stuck (in
+        the code of `case`'s assignment, or of `assignment` while none runs)."""
         deadline, by_budget = self._deadline(seconds)
         try:
             return worker.receive(deadline)
@@ -415,27 +422,30 @@ class SandboxEngine:
                 raise BudgetExhausted(f"grading budget exhausted ({self.budget.seconds:g} s)") from None
             if work is None:
                 raise Fault(f"timed out after {seconds:.3g} s") from None
-            raise self._hung(worker, seconds, work, case) from None
+            raise self._hung(worker, seconds, work, case, assignment) from None
 
-    def _hung(self, worker: WorkerProcess, seconds: float, work: Path, case: Case | None) -> Fault:
+    def _hung(
+        self, worker: WorkerProcess, seconds: float, work: Path, case: Case | None, assignment: str
+    ) -> Fault:
         """A timeout, saying where the worker was stuck; a case with a CPU budget (this was
         its backstop) is no hang that the cut-off counts."""
         budgeted = case is not None and bool(self._cpu(case))
-        location = self._stuck_at(worker, work)
+        location = self._stuck_at(worker, work, given(case.assignment if case is not None else assignment))
         message = self.policy.timed_out(seconds, location, count=not budgeted)
         return Fault(message, stuck_in=location[2] if location else "")
 
     @staticmethod
-    def _stuck_at(worker: WorkerProcess, work: Path) -> tuple[str, int, str] | None:
-        """Where the worker's case is stuck: its stacks, asked for now, read as they come
-        for at most DUMP_WAIT seconds (a live process writes them at once)."""
+    def _stuck_at(worker: WorkerProcess, work: Path, given: frozenset[str]) -> tuple[str, int, str] | None:
+        """Where the worker's case is stuck (not in the functions the template gives whole,
+        `given`: see `hang.where`): its stacks, asked for now, read as they come for at most
+        DUMP_WAIT seconds (a live process writes them at once)."""
         if not worker.ask_stacks():
             return None
         deadline = time.monotonic() + DUMP_WAIT
         while True:
             dump = worker.read_noise()
             if hang.complete(dump) or not worker.wait_noise(deadline):
-                return hang.where(dump, work)
+                return hang.where(dump, work, given)
 
     def _serve(
         self, worker: WorkerProcess, work: Path, assignment: str, cases: list[Case], runs: dict[str, Run]
@@ -456,7 +466,7 @@ class SandboxEngine:
         filtered = first.get("seccomp") is True
         self.filtered = self.filtered and filtered
         try:
-            loaded = self._wait(worker, self.limits.timeout, work)
+            loaded = self._wait(worker, self.limits.timeout, work, assignment=assignment)
             # a child that could not import the submission says so and exits
             self.phase_over = filtered and loaded.get("kind") == "load_error"
         except Fault as fault:

@@ -81,6 +81,27 @@ def test_a_backward_that_never_returns_times_out_case_by_case(tmp_path, oracle):
     assert len(short) >= len(failed) - 3, [r.message for r in failed]
 
 
+#: tanh's rule in micrograd's reference, and one that loops making Values for ever: the time
+#: runs out, as often as not, inside Value's constructor (code the template gives)
+MICROGRAD_TANH = "            self.grad += (1.0 - out.data**2) * out.grad\n"
+MAKES_VALUES = "            t = out\n            while True:\n                t = Value(t.data)\n"
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+def test_a_rule_stuck_calling_given_code_is_laid_at_the_rule(tmp_path, oracle, sandbox):
+    """Where the time ran out inside a function the template gives whole (Value.__init__),
+    the message names the student's code that called it, and the failure is laid there:
+    from every front end alike."""
+    submission = edited_engine(tmp_path, MICROGRAD_TANH, MAKES_VALUES + MICROGRAD_TANH)
+    tanh = lambda case: case.id.startswith("micrograd/test_ops::") and "tanh" in case.id  # noqa: E731
+    report = grade(submission, "public", ["micrograd"], oracle=oracle, sandbox=sandbox, keep=tanh)
+    failed = [r for r in report.results if not r.passed]
+    assert failed and all(r.status == "timed out" for r in failed), [r.message for r in failed]
+    for r in failed:
+        assert "in Value.tanh._backward (engine.py, line" in r.message, r.message
+        assert "Value.__init__" not in r.message and r.blame == "tanh", (r.message, r.blame)
+
+
 def test_a_slow_but_correct_backward_keeps_full_marks(tmp_path, oracle):
     """Each backward() call burns 50 ms of CPU first, on the probe too (which allows 0.5 s):
     slow, not hanging, so it is graded as usual."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import assignments
 from grader.case import hang
 from grader.case import limits as time_limits
 from grader.case.define import collect
@@ -403,6 +404,38 @@ def test_a_hang_names_its_function_as_a_traceback_would(tmp_path):
                               (12, "backward", "backward"), (3, "other", "other")]:  # fmt: skip
         dump = "Current thread 0x2:\n" + frame.format(work=work, line=line, func=func) + bottom
         assert hang.where(dump, work) == ("micrograd/engine.py", line, named)
+
+
+def test_a_hang_in_given_code_is_laid_at_the_code_that_called_it(tmp_path):
+    """The innermost frame that is not one of the functions the template gives whole (the
+    assignment's GIVEN): a loop in a rule that makes Values is where the time ran out, not
+    Value's constructor; where every frame is given code, the innermost."""
+    work = tmp_path / "work"
+    (work / "micrograd").mkdir(parents=True)
+    source = (
+        "class Value:\n"
+        "    def __init__(self, data):\n"
+        "        self.data = data\n"  # line 3
+        "\n"
+        "    def tanh(self):\n"
+        "        def _backward():\n"
+        "            while True:\n"
+        "                Value(1.0)\n"  # line 8
+        "        return _backward\n"
+    )
+    (work / "micrograd" / "engine.py").write_text(source)
+    frame = '  File "{work}/micrograd/engine.py", line {line} in {func}\n'
+    bottom = f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
+    inner, outer = (
+        frame.format(work=work, line=3, func="__init__"),
+        frame.format(work=work, line=8, func="_backward"),
+    )
+    given = assignments.given("micrograd")
+    dump = "Current thread 0x2:\n" + inner + outer + bottom
+    assert hang.where(dump, work, given) == ("micrograd/engine.py", 8, "Value.tanh._backward")
+    assert hang.where(dump, work) == ("micrograd/engine.py", 3, "Value.__init__")  # no given code named
+    alone = "Current thread 0x2:\n" + inner + bottom
+    assert hang.where(alone, work, given) == ("micrograd/engine.py", 3, "Value.__init__")
 
 
 # ---- integrity ----

@@ -1,10 +1,12 @@
 """student_template/ is generated from reference/: it must not drift or leak solutions."""
 
+import ast
 import shutil
 from pathlib import Path
 
 import pytest
 
+from grader import assignments
 from grader.authoring.template import MarkerError, check, generate, strip_solutions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,3 +97,30 @@ def test_every_gradient_rule_is_left_to_write():
     for name in ("def find_topo_sort", "def compute_gradient_of_variables"):
         body = autograd.split(name, 1)[1].split("\ndef ", 1)[0]
         assert "raise NotImplementedError" in body
+
+
+def given_functions(package: Path) -> set[str]:
+    """The qualified names (as a traceback names them) of the functions in `package` whose
+    source holds no solution region: the code the template gives whole."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, prefix: str, source: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if "### BEGIN SOLUTION" not in (ast.get_source_segment(source, child) or ""):
+                    found.add(prefix + child.name)
+                visit(child, f"{prefix}{child.name}.", source)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.", source)
+
+    for path in sorted(package.glob("*.py")):
+        source = path.read_text()
+        visit(ast.parse(source), "", source)
+    return found
+
+
+@pytest.mark.parametrize("name", assignments.NAMES)
+def test_the_given_functions_a_hang_passes_over_are_the_templates(name):
+    """A case stuck in a function the template gives whole is laid at the student's code that
+    called it (`grader.case.hang.where`): the assignment's GIVEN lists exactly those."""
+    assert assignments.given(name) == given_functions(REPO / "reference" / name)
