@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -583,8 +584,8 @@ class NeedleBackend(TensorBackend):
         `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
         first graph's interior nodes then). The last op node holds `rules_get_node_grad`
         and `pairs_in_order`, what backward hands the rules and where it sends what they
-        return, and each node `listed_by_sort`, whether
-        find_topo_sort lists it among the nodes the case's outputs depend on. A rule that
+        return, and each node `listed_by_sort`, how often find_topo_sort lists it among the
+        nodes the case's outputs depend on (0, 1, or 2 for more than once). A rule that
         returns no Tensor raises here."""
         tape = super().read_tape()
         again = self._differentiates_a_gradient()
@@ -597,7 +598,8 @@ class NeedleBackend(TensorBackend):
         for i, entry in enumerate(tape):
             step = self.tape.steps[i]
             if listed is not None:
-                entry["listed_by_sort"] = flag(id(self.tape.nodes[i].raw) in listed)
+                times = listed.get(id(self.tape.nodes[i].raw), 0)
+                entry["listed_by_sort"] = Quantity((float(min(times, 2)),), ())
             if step.op in ("leaf", "parameter"):
                 entry["requires_grad"] = _requires_grad(self.tape.nodes[i].raw)
             elif step.op in self.ops:
@@ -647,15 +649,16 @@ class NeedleBackend(TensorBackend):
             return None
         return _answer(got, a.shape, {1.0: b, 0.0: a})
 
-    def _listed_by_sort(self) -> set[int] | None:
-        """The nodes find_topo_sort lists from the case's outputs (by id), or None where it
-        cannot be asked (no output, or it raised): a node backward left without a gradient
-        was never visited only if the sort leaves it out."""
+    def _listed_by_sort(self) -> dict[int, int] | None:
+        """How often find_topo_sort lists each node from the case's outputs (by id), or None
+        where it cannot be asked (no output, or it raised): a node backward left without a
+        gradient was never visited only if the sort leaves it out, and one the sort lists
+        twice has its partial adjoints added twice."""
         outputs = [self.tape.nodes[i].raw for i in self.tape.outputs]
         if not outputs:
             return None
         try:
-            return {id(node) for node in self.autograd.find_topo_sort(outputs)}
+            return dict(Counter(id(node) for node in self.autograd.find_topo_sort(outputs)))
         except Exception:
             return None
 

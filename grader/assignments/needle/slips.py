@@ -49,11 +49,16 @@ def left_out(evidence: Any) -> dict[str, str] | None:
 
 def listed_again(evidence: Any) -> dict[str, str] | None:
     """A node is listed more than once, and every node is listed: the search went down into
-    a node it had placed already (no `visited` check), once per path to it."""
+    a node it had placed already (no `visited` check), once per path to it. Seen in the
+    orders the sort's own cases return, or, in any case whose tape was read, in how often
+    the sort lists each node of the case's graph (the adapter's `listed_by_sort`): there a
+    wrong gradient is the partial adjoints of a node listed twice, added twice. (A sort that
+    lists some nodes twice and leaves others out went wrong otherwise: see `left_out`.)"""
     orders = _orders(evidence)
     if any(len(set(got)) < len(got) and set(want) <= set(got) for want, got in orders):
         return {}
-    return None
+    said = [q.data[0] for entry in evidence.tape.actual if (q := entry.get("listed_by_sort")) is not None]
+    return {} if said and max(said) > 1.0 and min(said) > 0.0 else None
 
 
 def node_before_inputs(evidence: Any) -> dict[str, str] | None:
@@ -119,7 +124,7 @@ def _starved(evidence: Any) -> int | None:
 def _listed(evidence: Any, i: int) -> bool | None:
     """Does find_topo_sort list node i (the adapter's `listed_by_sort`)? None: unknown."""
     said = evidence.tape.actual[i].get("listed_by_sort")
-    return None if said is None else said.data[0] == 1.0
+    return None if said is None else said.data[0] >= 1.0
 
 
 def never_visited(evidence: Any) -> dict[str, str] | None:
