@@ -551,23 +551,24 @@ def output_closure_only(evidence: Any) -> dict[str, str] | None:
     return {}
 
 
+def _walked(evidence: Any, code: float) -> dict[str, str] | None:
+    """The walk probe says `code` where backward() is blamed, and where no part is: an MLP's
+    neurons are off its tape, and its case shows wrong gradients that no rule explains."""
+    return {} if evidence.diagnosis.blame in ("backward", "") and _walk(evidence) == code else None
+
+
 def breadth_first(evidence: Any) -> dict[str, str] | None:
     """On a fresh graph where b feeds the output d both directly and through two more ops,
     backward() ran b's closure before theirs (the adapter's `walk` probe), as every walk
-    breadth first from the output does. Where backward() is blamed, and where no part is: an
-    MLP's neurons are off its tape, and its case shows wrong gradients no rule explains."""
-    if evidence.diagnosis.blame not in ("backward", "") or _walk(evidence) != BREADTH_FIRST_WALK:
-        return None
-    return {}
+    breadth first from the output does."""
+    return _walked(evidence, BREADTH_FIRST_WALK)
 
 
 def walked_again(evidence: Any) -> dict[str, str] | None:
     """On the probe's fresh graph, where b reaches the output by two paths, backward() ran a
     closure more than once (the adapter's `walk` probe): the sort listed a node once for each
-    path to it. Where backward() is blamed, and where no part is (an MLP's cases)."""
-    if evidence.diagnosis.blame not in ("backward", "") or _walk(evidence) != REPEATED_WALK:
-        return None
-    return {}
+    path to it."""
+    return _walked(evidence, REPEATED_WALK)
 
 
 def rule_run_again(evidence: Any) -> dict[str, str] | None:
