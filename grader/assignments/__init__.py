@@ -149,7 +149,7 @@ def given(name: str) -> frozenset[str]:
     """The functions the template of assignment `name` gives whole, by qualified name (its
     package's `GIVEN`): a case stuck in one was stuck in the code that called it
     (`grader.case.hang.where`)."""
-    return frozenset(importlib.import_module(f"{__name__}.{name}").GIVEN)
+    return importlib.import_module(f"{__name__}.{name}").GIVEN
 
 
 def markers(name: str) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader import assignments
-from grader.authoring.template import MarkerError, check, generate, strip_solutions
+from grader.authoring.template import MarkerError, check, generate, regions, strip_solutions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,22 +100,23 @@ def test_every_gradient_rule_is_left_to_write():
 
 
 def given_functions(package: Path) -> set[str]:
-    """The qualified names (as a traceback names them) of the functions in `package` whose
-    source holds no solution region: the code the template gives whole."""
+    """The qualified names (as a traceback names them) of the functions in `package` in
+    which no solution region starts: the code the template gives whole."""
     found: set[str] = set()
 
-    def visit(node: ast.AST, prefix: str, source: str) -> None:
+    def visit(node: ast.AST, prefix: str, starts: list[int]) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if "### BEGIN SOLUTION" not in (ast.get_source_segment(source, child) or ""):
+                if not any(child.lineno <= line <= (child.end_lineno or child.lineno) for line in starts):
                     found.add(prefix + child.name)
-                visit(child, f"{prefix}{child.name}.", source)
+                visit(child, f"{prefix}{child.name}.", starts)
             elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.", source)
+                visit(child, f"{prefix}{child.name}.", starts)
 
     for path in sorted(package.glob("*.py")):
         source = path.read_text()
-        visit(ast.parse(source), "", source)
+        starts = [region.start + 1 for region in regions(source.splitlines(), str(path))]
+        visit(ast.parse(source), "", starts)
     return found
 
 
