@@ -21,6 +21,7 @@ the words.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass, replace
@@ -124,9 +125,8 @@ class Tape:
         return f"{self.name(i)} = {text}"
 
     def consumers(self, i: int) -> list[int]:
-        uses = lambda s: any(isinstance(r, NodeRef) and r.index == i for r in s.inputs)
-        found = [j for j, s in enumerate(self.steps) if uses(s)]
-        return found if self.scope is None else [j for j in found if j in self.scope]
+        found = self.users[i]
+        return list(found) if self.scope is None else [j for j in found if j in self.scope]
 
     def differs(self, i: int, key: str) -> bool:
         if not self.actual:
@@ -207,6 +207,29 @@ class Tape:
             if j not in seen:
                 seen.add(j)
                 todo += [r.index for r in self.steps[j].inputs if isinstance(r, NodeRef)]
+        return seen
+
+    @functools.cached_property
+    def users(self) -> list[list[int]]:
+        """Each node's consumers in the whole tape, in tape order (indexed once: walking the
+        graph forward asks for them node by node)."""
+        users: list[list[int]] = [[] for _ in self.steps]
+        for j, step in enumerate(self.steps):
+            for r in step.inputs:
+                if isinstance(r, NodeRef) and j not in users[r.index][-1:]:  # x * x uses x once
+                    users[r.index].append(j)
+        return users
+
+    def descendants(self, i: int) -> set[int]:
+        """The nodes node i is an ancestor of (itself included): one walk forward, where asking
+        each later node for its ancestors walks the graph once per node (a case that detaches in
+        a loop holds hundreds of detach() nodes: seconds a case)."""
+        seen, todo = set(), [i]
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo += self.users[j]
         return seen
 
     def at_pass(self, k: int) -> Tape:
@@ -482,7 +505,7 @@ def _assign(tape: Tape) -> str:
 
 def _detaches_fed(tape: Tape, i: int) -> list[int]:
     """The detach() nodes node i is an ancestor of, in tape order."""
-    return [j for j, s in enumerate(tape.steps) if s.op == "detach" and i in tape.ancestors(j) and i != j]
+    return sorted(j for j in tape.descendants(i) if j != i and tape.steps[j].op == "detach")
 
 
 def _feeds_detach(tape: Tape, i: int) -> bool:
