@@ -52,12 +52,17 @@ def listed_again(evidence: Any) -> dict[str, str] | None:
     a node it had placed already (no `visited` check), once per path to it. Seen in the
     orders the sort's own cases return, or, in any case whose tape was read, in how often
     the sort lists each node of the case's graph (the adapter's `listed_by_sort`): there a
-    wrong gradient is the partial adjoints of a node listed twice, added twice. (A sort that
-    lists some nodes twice and leaves others out went wrong otherwise: see `left_out`.)"""
+    wrong gradient is the partial adjoints of a node listed twice, added twice. Only the
+    nodes the case's outputs depend on count: the sort is asked from them, and a node made
+    after them (an SGD step's update from the gradient) is in no graph it is asked about. (A
+    sort that lists some nodes twice and leaves others out went wrong otherwise: see
+    `left_out`.)"""
     orders = _orders(evidence)
     if any(len(set(got)) < len(got) and set(want) <= set(got) for want, got in orders):
         return {}
-    said = [q.data[0] for entry in evidence.tape.actual if (q := entry.get("listed_by_sort")) is not None]
+    tape = evidence.tape
+    graph = set().union(*(tape.ancestors(k) for k in tape.outputs))
+    said = [q.data[0] for i in sorted(graph) if (q := tape.actual[i].get("listed_by_sort")) is not None]
     return {} if said and max(said) > 1.0 and min(said) > 0.0 else None
 
 
