@@ -37,6 +37,7 @@ TAPE_KEYS = (
     "rules_get_node_grad",
     "listed_by_sort",
     "pairs_in_order",
+    "processed_once",
     "walk",
 )
 #: the grader's byte, after a `run`, for "send this case's tape" (any other byte: go on)

@@ -584,9 +584,10 @@ class NeedleBackend(TensorBackend):
         `rule_fixed`, its rule probed with `fixed_out_grad` (PyTorch knows no gradient of the
         first graph's interior nodes then). The last op node holds `rules_get_node_grad`
         and `pairs_in_order`, what backward hands the rules and where it sends what they
-        return, and each node `listed_by_sort`, how often find_topo_sort lists it among the
-        nodes the case's outputs depend on (0, 1, or 2 for more than once). A rule that
-        returns no Tensor raises here."""
+        return, and `processed_once`, whether it processes a node used twice only once; each
+        node holds `listed_by_sort`, how often find_topo_sort lists it among the nodes the
+        case's outputs depend on (0, 1, or 2 for more than once). A rule that returns no
+        Tensor raises here."""
         tape = super().read_tape()
         again = self._differentiates_a_gradient()
         # each probe runs the submission's backward (or sort) on a fresh graph, within probe_cpu
@@ -618,6 +619,7 @@ class NeedleBackend(TensorBackend):
             if i == last:
                 entry["rules_get_node_grad"] = probe(hints.BACKWARD, self._rules_get_node_grad)
                 entry["pairs_in_order"] = probe(hints.BACKWARD, self._pairs_in_order)
+                entry["processed_once"] = probe(hints.BACKWARD, self._processed_once)
         return tape
 
     def _left_without_gradient(self, node: Any, outputs: list[Any], name: str) -> ValueError:
@@ -661,6 +663,25 @@ class NeedleBackend(TensorBackend):
             return dict(Counter(id(node) for node in self.autograd.find_topo_sort(outputs)))
         except Exception:
             return None
+
+    def _processed_once(self) -> Quantity | None:
+        """backward() from d = b + b, b = x * 3 on a fresh leaf x, once d's rule alone sends
+        each b its out_grad: 1 when x then holds 6 (b processed once, its two partial adjoints
+        added), 0 when it holds 12 (b processed once per path to it, so the adjoint it sends x
+        is added twice), None when the probe cannot tell."""
+        data = np.array([0.5, -1.5, 2.0], dtype="float32")
+        try:
+            x = self.Tensor(data, requires_grad=True)
+            b = x * 3.0
+            d = b + b
+            alone = d.op.gradient_as_tuple(self.Tensor(np.ones_like(data)), d)
+            if not all(np.allclose(_data(g), 1.0) for g in alone):
+                return None  # EWiseAdd's rule is wrong: no telling
+            d.backward()
+            got = _data(x.grad)
+        except Exception:
+            return None
+        return _answer(got, data.shape, {1.0: np.full_like(data, 6.0), 0.0: np.full_like(data, 12.0)})
 
     def _rules_get_node_grad(self) -> Quantity | None:
         """backward() from u = (x * 3) * 5, x a fresh leaf, once x * 3 alone gave x its 3: 1

@@ -200,6 +200,19 @@ def output_grad_to_every_rule(evidence: Any) -> dict[str, str] | None:
     return {} if _backward_probe_says(evidence, "rules_get_node_grad", 0.0) else None
 
 
+def processed_again(evidence: Any) -> dict[str, str] | None:
+    """The failure is laid at backward (every rule it ran is right on its own: a gradient, or
+    a gradient read inside the case, came out wrong) or at no part yet (a backward through a
+    gradient went wrong), and backward, run from d = b + b (b = x * 3) on a fresh leaf x,
+    left x 12 where 6 is due (the adapter's `processed_once` probe): it processed b once per
+    path to it, and what b sends x was added twice. Where find_topo_sort lists a node once
+    per path, that is the cause (`listed-again`); here backward made an order of its own."""
+    if evidence.diagnosis.blame not in ("backward", ""):
+        return None  # a rule is wrong: that is what to fix first
+    said = [q.data[0] for entry in evidence.tape.actual if (q := entry.get("processed_once")) is not None]
+    return {} if 0.0 in said else None
+
+
 def adjoints_to_wrong_inputs(evidence: Any) -> dict[str, str] | None:
     """A gradient is wrong, and backward, run from x * y on fresh leaves, left x the
     gradient its rule returned for y (the adapter's `pairs_in_order` probe): backward sends
@@ -1051,6 +1064,16 @@ SLIPS = (
         adjoints_added_again,
         blame="backward",
         # where the sort's own cases find a node listed twice, the sort is what is wrong
+        behind="listed-again",
+    ),
+    Slip(
+        "processed-again",
+        "backward processes a node more than once (once per path to it), so what it sends its "
+        "inputs is added again: process each node once, in the order find_topo_sort gives, which "
+        "lists each node once",
+        processed_again,
+        blame="backward",
+        replaces=(hints.ORDER, hints.SUM),
         behind="listed-again",
     ),
     Slip(
