@@ -10,8 +10,9 @@ from grader.verdict.diagnose import Tape, _detaches_fed
 
 @st.composite
 def graphs(draw) -> list[Step]:
-    """A tape's steps: leaves first, then ops on earlier nodes (a node may be an input twice,
-    as in x * x) and on constants, some of them detach()."""
+    """A tape's steps in the order they were made: leaves (the first step among them) and ops
+    on earlier nodes and constants (a node may be an input twice, as in x * x), some of the
+    ops detach()."""
     steps: list[Step] = []
     for i in range(draw(st.integers(1, 20))):
         if i == 0 or draw(st.integers(0, 4)) == 0:
