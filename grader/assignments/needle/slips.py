@@ -233,6 +233,14 @@ def _op(evidence: Any) -> str:
     return evidence.diagnosis.blame or SOME_RULE
 
 
+def _untold(evidence: Any) -> bool:
+    """A case too big to keep a tape, whose failure no part is known for: a gradient of the
+    wrong shape there may be a rule's (one that did not sum or broadcast back) or backward's
+    (one that hands every rule the output's out_grad, whose shape the rules pass on), and
+    only the smaller cases, which the message sends the student to, tell which."""
+    return not evidence.tape.expected and not evidence.diagnosis.blame  # (`trace=False`)
+
+
 def reshape_not_undone(evidence: Any) -> dict[str, str] | None:
     """Reshape's rule, blamed, left a gradient of another shape than its input's: it did not
     reshape out_grad back (summing or broadcasting, which the shape slips below advise, is
@@ -245,6 +253,8 @@ def reshape_not_undone(evidence: Any) -> dict[str, str] | None:
 def not_reduced(evidence: Any) -> dict[str, str] | None:
     """A gradient with more entries than its input: a broadcast (or a batched matmul) was
     not summed back."""
+    if _untold(evidence):
+        return None
     for m in _gradients(evidence, "shape"):
         if np.prod(m.actual.shape) > np.prod(m.expected.shape):
             return {"op": _op(evidence), "want": str(m.expected.shape), "got": str(m.actual.shape)}
@@ -264,6 +274,8 @@ def size_one_axes_dropped(evidence: Any) -> dict[str, str] | None:
 def not_broadcast_back(evidence: Any) -> dict[str, str] | None:
     """A gradient with fewer entries than its input: what the forward reduced was not
     broadcast back."""
+    if _untold(evidence):
+        return None
     for m in _gradients(evidence, "shape"):
         if np.prod(m.actual.shape) < np.prod(m.expected.shape):
             return {"op": _op(evidence), "want": str(m.expected.shape), "got": str(m.actual.shape)}
