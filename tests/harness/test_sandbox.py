@@ -378,11 +378,25 @@ def test_hang_location_ignores_frames_outside_the_submission(tmp_path):
     assert hang.complete(cases_thread) and not hang.complete(cases_thread[: cases_thread.rfind("worker.py")])
 
 
+def engine_dump(tmp_path: Path, source: str):
+    """A submission's work folder whose micrograd/engine.py is `source`, and how the worker's
+    stack dump names frames in it: (line, function) pairs, innermost first, above the
+    worker's own bottom frame."""
+    work = tmp_path / "work"
+    (work / "micrograd").mkdir(parents=True)
+    (work / "micrograd" / "engine.py").write_text(source)
+    bottom = f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
+
+    def dump(*frames: tuple[int, str]) -> str:
+        inner = "".join(f'  File "{work}/micrograd/engine.py", line {n} in {func}\n' for n, func in frames)
+        return "Current thread 0x2:\n" + inner + bottom
+
+    return work, dump
+
+
 def test_a_hang_names_its_function_as_a_traceback_would(tmp_path):
     """A dump names a function by its code's name alone; read off the source, the message
     names it with its class and the functions around it, as the in-process engine's does."""
-    work = tmp_path / "work"
-    (work / "micrograd").mkdir(parents=True)
     source = (
         "class Value:\n"
         "    def backward(self):\n"
@@ -397,21 +411,16 @@ def test_a_hang_names_its_function_as_a_traceback_would(tmp_path):
         "def backward():\n"
         "    return 2\n"  # line 12
     )
-    (work / "micrograd" / "engine.py").write_text(source)
-    frame = '  File "{work}/micrograd/engine.py", line {line} in {func}\n'
-    bottom = f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
+    work, dump = engine_dump(tmp_path, source)
     for line, func, named in [(3, "backward", "Value.backward"), (8, "_backward", "Value.__mul__._backward"),
                               (12, "backward", "backward"), (3, "other", "other")]:  # fmt: skip
-        dump = "Current thread 0x2:\n" + frame.format(work=work, line=line, func=func) + bottom
-        assert hang.where(dump, work) == ("micrograd/engine.py", line, named)
+        assert hang.where(dump((line, func)), work) == ("micrograd/engine.py", line, named)
 
 
 def test_a_hang_in_given_code_is_laid_at_the_code_that_called_it(tmp_path):
     """The innermost frame that is not one of the functions the template gives whole (the
     assignment's GIVEN): a loop in a rule that makes Values is where the time ran out, not
     Value's constructor; where every frame is given code, the innermost."""
-    work = tmp_path / "work"
-    (work / "micrograd").mkdir(parents=True)
     source = (
         "class Value:\n"
         "    def __init__(self, data):\n"
@@ -423,19 +432,13 @@ def test_a_hang_in_given_code_is_laid_at_the_code_that_called_it(tmp_path):
         "                Value(1.0)\n"  # line 8
         "        return _backward\n"
     )
-    (work / "micrograd" / "engine.py").write_text(source)
-    frame = '  File "{work}/micrograd/engine.py", line {line} in {func}\n'
-    bottom = f'  File "{tmp_path}/lib/grader/case/worker.py", line 9 in main\n'
-    inner, outer = (
-        frame.format(work=work, line=3, func="__init__"),
-        frame.format(work=work, line=8, func="_backward"),
-    )
+    work, dump = engine_dump(tmp_path, source)
+    inner, outer = (3, "__init__"), (8, "_backward")
     given = assignments.given("micrograd")
-    dump = "Current thread 0x2:\n" + inner + outer + bottom
-    assert hang.where(dump, work, given) == ("micrograd/engine.py", 8, "Value.tanh._backward")
-    assert hang.where(dump, work) == ("micrograd/engine.py", 3, "Value.__init__")  # no given code named
-    alone = "Current thread 0x2:\n" + inner + bottom
-    assert hang.where(alone, work, given) == ("micrograd/engine.py", 3, "Value.__init__")
+    assert hang.where(dump(inner, outer), work, given) == ("micrograd/engine.py", 8, "Value.tanh._backward")
+    # no given code named: the innermost frame
+    assert hang.where(dump(inner, outer), work) == ("micrograd/engine.py", 3, "Value.__init__")
+    assert hang.where(dump(inner), work, given) == ("micrograd/engine.py", 3, "Value.__init__")
 
 
 # ---- integrity ----

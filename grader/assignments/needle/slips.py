@@ -179,10 +179,13 @@ def carries_over(evidence: Any) -> dict[str, str] | None:
 def _backward_probe_says(evidence: Any, key: str, answer: float) -> bool:
     """Is a gradient wrong, and did the adapter's probe of backward `key` (run on a fresh
     graph, said on the tape's node that carries it) answer `answer`?"""
-    tape = evidence.tape
-    if not tape.actual or not any(m.is_grad for m in evidence.mismatches):
-        return False
-    return any((q := entry.get(key)) is not None and q.data[0] == answer for entry in tape.actual)
+    return any(m.is_grad for m in evidence.mismatches) and _probe_said(evidence, key, answer)
+
+
+def _probe_said(evidence: Any, key: str, answer: float) -> bool:
+    """Did the adapter's probe of backward `key` answer `answer` (said on the tape's node
+    that carries it)?"""
+    return any((q := entry.get(key)) is not None and q.data[0] == answer for entry in evidence.tape.actual)
 
 
 def gradient_detached(evidence: Any) -> dict[str, str] | None:
@@ -209,8 +212,7 @@ def processed_again(evidence: Any) -> dict[str, str] | None:
     per path, that is the cause (`listed-again`); here backward made an order of its own."""
     if evidence.diagnosis.blame not in ("backward", ""):
         return None  # a rule is wrong: that is what to fix first
-    said = [q.data[0] for entry in evidence.tape.actual if (q := entry.get("processed_once")) is not None]
-    return {} if 0.0 in said else None
+    return {} if _probe_said(evidence, "processed_once", 0.0) else None
 
 
 def adjoints_to_wrong_inputs(evidence: Any) -> dict[str, str] | None:
