@@ -104,6 +104,49 @@ def raised(kind: str, saying: str = "", at: tuple[str, ...] = ()) -> Callable[[A
     return detect
 
 
+#: the operator an r-method computes, for its slip's line (`2 * x` calls x.__rmul__(2))
+REFLECTED = {
+    "__radd__": "+",
+    "__rsub__": "-",
+    "__rmul__": "*",
+    "__rtruediv__": "/",
+    "__rpow__": "**",
+    "__rmatmul__": "@",
+}
+
+
+def calls_itself(line: str) -> Slip:
+    """The slip of an operator that calls itself without end (directly, or through the
+    operators it uses): a RecursionError raised in a node class's operator method (`__neg__`,
+    `__rmul__`). Only there: an operator does as much work for a deep graph as for a small one,
+    where a function of the student's own that recursed may only have gone one call deeper
+    per node (the recursive sort's slip). The failure is laid at the operator, not at the rule
+    that was running when it was called (needle's `1 - t**2` in Tanh's rule runs `__rsub__`).
+    `line`'s fields: the method, and why an r-operator comes back to itself, where it is one
+    (`other * self` with a number as `other`: the number cannot multiply a node, so Python
+    asks the node's `__rmul__` again)."""
+
+    def detect(evidence: Any) -> dict[str, str] | None:
+        failure = evidence.failure
+        if raised("RecursionError")(evidence) is None or failure.where is None:
+            return None
+        function = failure.where[2]
+        method = function.rsplit(".", 1)[-1]
+        if "." not in function or not (method.startswith("__") and method.endswith("__")):
+            return None
+        why = ""
+        if method in REFLECTED:
+            op = REFLECTED[method]
+            why = (
+                f"; `other {op} self` inside {method} is one way there: with a number as `other`, "
+                f"Python asks the number first, which cannot do {op} with a node, and hands it back "
+                f"to {method}"
+            )
+        return {"function": function, "why": why}
+
+    return Slip("calls-itself", line, detect, blame="{function}")
+
+
 def unhashable(node_class: str, line: str) -> Slip:
     """The slip of a node class that defines __eq__ (a @dataclass does) and so lost its hash:
     the TypeError surfaces where the first set of nodes is made, and the __eq__ is at fault."""

@@ -258,7 +258,8 @@ ONLY_SLIPS = {
     ("micrograd", "closures-in-topological-order"): {"topological-order"},
     ("micrograd", "mul-rule-not-set"): {"adds-nothing"},
     ("micrograd", "seeded-after-the-pass"): {"nothing-passed-on"},
-    ("micrograd", "rmul-calls-itself"): set(),
+    ("micrograd", "rmul-calls-itself"): {"calls-itself"},
+    ("needle", "rsub-calls-itself"): {"calls-itself"},
     # no slip of the catalogue: at x = 0 (a * x = e for any a), or x = -2 and n = -1, it
     # matched the wrong power's and the missing chain rule's fingerprints
     ("micrograd", "pow-precedence"): set(),
@@ -277,8 +278,9 @@ ONLY_SLIPS = {
     # others in how often the sort lists each node their outputs depend on
     ("needle", "topo-without-visited"): {"listed-again"},
     # its own order (micrograd's build_topo without `visited`): where each gradient is one
-    # multiple of PyTorch's, that node's adjoints added again; elsewhere, the probe's b + b
-    ("needle", "backward-walks-its-own-order"): {"adjoints-added-again", "processed-again"},
+    # multiple of PyTorch's, that node's adjoints added again; elsewhere, the probe's b + b; on
+    # the deep chains, its walk's recursion (once laid at `compute_gradient_of_variables.build`)
+    ("needle", "backward-walks-its-own-order"): {"adjoints-added-again", "processed-again", "recursive-sort"},
 }
 
 

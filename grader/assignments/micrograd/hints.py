@@ -64,6 +64,10 @@ NO_GRADIENT = (
     "or make it default to True)"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+CALLS_ITSELF = (
+    "{function} calls itself again (directly, or through the operators it uses) before it "
+    "returns, without end, until Python's recursion limit stops it{why}"
+)
 NO_TAPE = (
     "this case makes too many nodes to keep a record of each, so it cannot say which rule or "
     "step of backward is wrong: the smaller cases that fail say it (fix those first)"

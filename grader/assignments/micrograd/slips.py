@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import Slip, raised, repeated, unhashable
+from grader.assignments import Slip, calls_itself, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import (
     BREADTH_FIRST_WALK,
@@ -816,6 +816,7 @@ SLIPS = (
         neg_outside_the_graph,
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError", at=("backward",))),
+    calls_itself(hints.CALLS_ITSELF),
     unhashable("Value", hints.UNHASHABLE),
     Slip(
         "hidden-layers-linear",

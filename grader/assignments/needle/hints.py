@@ -53,6 +53,10 @@ NO_GRADIENT = (
     "the requires_grad it is given"
 )
 RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+CALLS_ITSELF = (
+    "{function} calls itself again (directly, or through the operators it uses) before it "
+    "returns, without end, until Python's recursion limit stops it{why}"
+)
 NO_TAPE = (
     "this case makes too many nodes to keep a record of each, so it cannot say which rule or "
     "step of backward is wrong: the smaller cases that fail say it (fix those first)"
@@ -93,9 +97,10 @@ def op_class(op: str, inputs: Sequence[Any]) -> str | None:
 def function_blame(name: str) -> str:
     """What a failure raised in the submission's function `name` is laid at, as the class
     dashboard counts rules: an op's `X.gradient` is X's rule, `compute_gradient_of_variables`
+    and any function nested in it (a walk of its own: `compute_gradient_of_variables.build`)
     is backward, and a function nested in the sort (`find_topo_sort.visit`) is the sort's."""
     if name.endswith(".gradient"):
         return name.removesuffix(".gradient")
-    if name == BACKWARD:
+    if name == BACKWARD or name.startswith(BACKWARD + "."):
         return "backward"
     return name.split(".")[0] if name.startswith("find_topo_sort.") else name

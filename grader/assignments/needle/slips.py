@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.assignments import SOME_RULE, Slip, raised, repeated, unhashable
+from grader.assignments import SOME_RULE, Slip, calls_itself, raised, repeated, unhashable
 from grader.assignments.needle import hints
 from grader.assignments.needle.backend import IN_NUMPY, NUMPY_OPERAND, fixed_out_grad
 from grader.case.trace import NodeRef
@@ -1169,6 +1169,7 @@ SLIPS = (
         blame="backward",
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError", at=("backward", "find_topo_sort"))),
+    calls_itself(hints.CALLS_ITSELF),
     Slip(
         "leaf-rule-asked",
         "backward asks a leaf for its gradient rule, and a leaf has no op (its op is None): a leaf "

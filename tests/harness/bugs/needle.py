@@ -425,6 +425,20 @@ BUGS = [
         slip=("backward never came to", "the sort must list every node"),
     ),
     Bug(
+        "rsub-calls-itself",
+        "`2.0 - x` runs x.__rsub__(2.0), which returns other - self: x.__rsub__(2.0) again, without end",
+        [
+            (
+                AUTOGRAD,
+                "    def __rsub__(self, other):\n        return ops.AddScalar(other)(ops.Negate()(self))\n",
+                "    def __rsub__(self, other):\n        return other - self\n",
+            )
+        ],
+        caught_by=["test_ops::op_backward[rsub]"],
+        says=("RecursionError in Tensor.__rsub__",),
+        slip=("calls itself again", "hands it back to __rsub__"),
+    ),
+    Bug(
         "backward-walks-its-own-order",
         "backward ignores find_topo_sort and orders the nodes itself, as micrograd's build_topo "
         "does but without `visited`: a node is processed once per path to it",
