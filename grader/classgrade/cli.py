@@ -91,7 +91,12 @@ def cmd_grade_class(args: argparse.Namespace) -> int:
     only = tuple(args.assignment) if args.assignment else None
     if args.nbgrader:
         if args.nbgrader_assignment not in NAMES:
-            raise UserError(f"--nbgrader needs an assignment, one of {', '.join(NAMES)}")
+            given = (
+                f"{args.nbgrader_assignment!r} is not an assignment"
+                if args.nbgrader_assignment
+                else "--nbgrader needs an assignment"
+            )
+            raise UserError(f"{given}: one of {', '.join(NAMES)}")
         only = (args.nbgrader_assignment,)
         if not (root / "submitted").is_dir():
             raise UserError(f"{root} is not an nbgrader course root (no submitted/ folder)")

@@ -513,14 +513,18 @@ def test_a_pool_process_ends_with_the_run():
 
 
 def test_user_mistakes_exit_2(tmp_path):
-    for args in (
-        ["grade-class", str(tmp_path / "missing")],
-        ["grade-class", str(tmp_path), "--shard", "3/2"],
+    """Each with one line that says what is wrong (the assignment given, when it is the one)."""
+    for args, says in (
+        (["grade-class", str(tmp_path / "missing")], "does not exist"),
+        (["grade-class", str(tmp_path), "--shard", "3/2"], "--shard"),
+        (["grade-class", "--nbgrader", str(tmp_path), "micrograd2"], "'micrograd2' is not an assignment"),
+        (["grade-class", "--nbgrader", str(tmp_path)], "--nbgrader needs an assignment"),
+        (["grade-class", "--nbgrader", str(tmp_path), "micrograd"], "not an nbgrader course root"),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "grader", *args], env=_env(), cwd=REPO, capture_output=True, text=True
         )
-        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
 
 
 def test_each_assignment_graded_into_one_folder_stays_in_its_exports(tmp_path, oracle_cache):
