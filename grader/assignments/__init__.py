@@ -117,14 +117,13 @@ REFLECTED = {
 
 def calls_itself(line: str) -> Slip:
     """The slip of an operator that calls itself without end (directly, or through the
-    operators it uses): a RecursionError raised in a node class's operator method (`__neg__`,
-    `__rmul__`). Only there: an operator does as much work for a deep graph as for a small one,
-    where a function of the student's own that recursed may only have gone one call deeper
-    per node (the recursive sort's slip). The failure is laid at the operator, not at the rule
-    that was running when it was called (needle's `1 - t**2` in Tanh's rule runs `__rsub__`).
-    `line`'s fields: the method, and why an r-operator comes back to itself, where it is one
-    (`other * self` with a number as `other`: the number cannot multiply a node, so Python
-    asks the node's `__rmul__` again)."""
+    operators it uses): a RecursionError whose recursing function (`grader.case.run.
+    recursing`, where the failure is laid) is a node class's operator method (`__neg__`,
+    `__rmul__`). An operator does the same work for a deep graph as for a small one, so its
+    recursion has no end; a sort or a backward that recursed once per node is the recursive
+    sort's slip. `line`'s fields: the method, and why an r-operator comes back to itself, where
+    it is one (`other * self` with a number as `other`: the number cannot multiply a node, so
+    Python asks the node's `__rmul__` again)."""
 
     def detect(evidence: Any) -> dict[str, str] | None:
         failure = evidence.failure
@@ -144,7 +143,7 @@ def calls_itself(line: str) -> Slip:
             )
         return {"function": function, "why": why}
 
-    return Slip("calls-itself", line, detect, blame="{function}")
+    return Slip("calls-itself", line, detect)
 
 
 def unhashable(node_class: str, line: str) -> Slip:

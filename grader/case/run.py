@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
@@ -142,22 +143,28 @@ def said(exc: BaseException) -> str:
 def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[str] = frozenset()) -> Failure:
     """Keep the type, a bounded message and the innermost frame inside the submission. For a
     case that ran out of time, the innermost frame of the student's own code: not one of the
-    functions the template gives whole (`given`: see `hang.where`)."""
+    functions the template gives whole (`given`: see `hang.where`). For a RecursionError, the
+    innermost frame of the function that recursed (`recursing`)."""
     where = getattr(exc, "where", None)  # an account of the exception may say where
     where = where if isinstance(where, tuple) and len(where) == 3 else None
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
     passed = given if isinstance(exc, (hang.CaseTimedOut, hang.WallTimeout)) else frozenset()
     own = None  # the innermost frame not in `passed`
+    frames = []  # the submission's, outermost first
     tb = exc.__traceback__
     while tb is not None:
         filename = Path(tb.tb_frame.f_code.co_filename)
         if any(root in filename.parents for root in roots):
             where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
+            frames.append(where)
             own = own if where[2] in passed else where
             if where[2].endswith(".gradient"):
                 rule = where
         tb = tb.tb_next
     where = own or where
+    if isinstance(exc, RecursionError) and frames:
+        where = recursing(frames)
+        rule = where if where[2].endswith(".gradient") else None
     message = said(exc)
     left_in = LEFT_IN.get((type(exc).__name__, message))
     if left_in is not None:
@@ -167,6 +174,17 @@ def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[s
     if rule is not None and rule != where:
         message += f" (raised while running {rule[2]}, {rule[0]} line {rule[1]})"
     return Failure(type(exc).__name__, message, where, rule[2] if rule is not None else None)
+
+
+def recursing(frames: list[tuple[str, int, str]]) -> tuple[str, int, str]:
+    """Of a RecursionError's frames (outermost first), the innermost frame of the function
+    that recursed: the one with the most frames on the stack. Python's limit stops the
+    recursion wherever the next call falls, often in a helper or a gradient rule that the
+    recursing function calls (a recursive backward stopped inside MulScalar's rule): that is
+    not where the mistake is."""
+    counts = Counter(name for _, _, name in frames)
+    most = max(counts.values())
+    return next(frame for frame in reversed(frames) if counts[frame[2]] == most)
 
 
 #: what a case's run lets through, for its caller to say: the case's time running out, the

@@ -63,7 +63,11 @@ NO_GRADIENT = (
     "is a leaf that receives its gradient, and so is every node made from it (drop requires_grad, "
     "or make it default to True)"
 )
-RECURSION = "a deep graph needs an iterative (loop and stack) topological sort, not recursion"
+RECURSION = (
+    "a deep graph needs iteration, not recursion: one call a node passes Python's limit of about "
+    "1000 calls on a chain of 10^5 ops; walk it with a loop and a stack of your own (an iterative "
+    "topological sort, and backward a loop over its order)"
+)
 CALLS_ITSELF = (
     "{function} calls itself again (directly, or through the operators it uses) before it "
     "returns, without end, until Python's recursion limit stops it{why}"

@@ -439,6 +439,38 @@ BUGS = [
         slip=("calls itself again", "hands it back to __rsub__"),
     ),
     Bug(
+        "backward-recursive-push",
+        "backward pushes each gradient down to the inputs by recursion, one call a node: right on "
+        "a small graph (a node reached by two paths gets both), past Python's recursion limit on "
+        "the deep chains, where the limit stops it inside a rule it runs",
+        [
+            (
+                AUTOGRAD,
+                "    node_to_output_grads_list = {output_tensor: [out_grad]}\n"
+                "    for node in reversed(find_topo_sort([output_tensor])):\n"
+                "        node.grad = sum_node_list(node_to_output_grads_list[node])\n"
+                "        if node.is_leaf():\n"
+                "            continue\n"
+                "        for inp, grad in zip(node.inputs, node.op.gradient_as_tuple(node.grad, node), "
+                "strict=True):\n"
+                "            node_to_output_grads_list.setdefault(inp, []).append(grad)\n",
+                "    def push(node, grad):\n"
+                "        node.grad = grad if node.grad is None else node.grad + grad\n"
+                "        if node.is_leaf():\n"
+                "            return\n"
+                "        for inp, g in zip(node.inputs, node.op.gradient_as_tuple(grad, node), "
+                "strict=True):\n"
+                "            push(inp, g)\n\n"
+                "    for node in find_topo_sort([output_tensor]):\n"
+                "        node.grad = None\n"
+                "    push(output_tensor, out_grad)\n",
+            )
+        ],
+        caught_by=["test_topo::deep_chain", "test_topo::chain_of_a_hundred_thousand"],
+        says=("RecursionError in compute_gradient_of_variables.push",),
+        slip=("iteration, not recursion",),
+    ),
+    Bug(
         "backward-walks-its-own-order",
         "backward ignores find_topo_sort and orders the nodes itself, as micrograd's build_topo "
         "does but without `visited`: a node is processed once per path to it",
