@@ -150,7 +150,7 @@ def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[s
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
     passed = given if isinstance(exc, (hang.CaseTimedOut, hang.WallTimeout)) else frozenset()
     own = None  # the innermost frame not in `passed`
-    frames = []  # the submission's, outermost first
+    frames: list[tuple[str, int, str]] = []  # the submission's, outermost first
     tb = exc.__traceback__
     while tb is not None:
         filename = Path(tb.tb_frame.f_code.co_filename)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader.assignments.micrograd import OPS as _OPS
+from grader.assignments.shared_hints import CALLS_ITSELF, NO_TAPE, RECURSION  # noqa: F401
 
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
 TENSORS = False
@@ -62,19 +63,6 @@ NO_GRADIENT = (
     "they have requires_grad = False, so backward() gave them nothing: the contract's Value(data) "
     "is a leaf that receives its gradient, and so is every node made from it (drop requires_grad, "
     "or make it default to True)"
-)
-RECURSION = (
-    "a deep graph needs iteration, not recursion: one call a node passes Python's limit of about "
-    "1000 calls on a chain of 10^5 ops; walk it with a loop and a stack of your own (an iterative "
-    "topological sort, and backward a loop over its order)"
-)
-CALLS_ITSELF = (
-    "{function} calls itself again (directly, or through the operators it uses) before it "
-    "returns, without end, until Python's recursion limit stops it{why}"
-)
-NO_TAPE = (
-    "this case makes too many nodes to keep a record of each, so it cannot say which rule or "
-    "step of backward is wrong: the smaller cases that fail say it (fix those first)"
 )
 UNHASHABLE = (
     "a Value must be hashable, as the graph's sets and dicts of nodes (`_prev`, `visited`) need it: a class "

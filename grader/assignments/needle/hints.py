@@ -9,6 +9,7 @@ from typing import Any
 
 from grader.assignments.needle import OP_CLASSES as _OP_CLASSES
 from grader.assignments.needle.backend import NEEDLE_CLASSES as _CLASSES
+from grader.assignments.shared_hints import CALLS_ITSELF, NO_TAPE, RECURSION  # noqa: F401
 from grader.case.trace import NodeRef
 
 #: what the assignment's values are: tensors (needle) or scalars (micrograd)
@@ -51,19 +52,6 @@ NO_GRADIENT = (
     "they have requires_grad = False, so backward gave them no gradient: "
     "Tensor(array) must make a leaf with requires_grad=True unless told otherwise, and keep "
     "the requires_grad it is given"
-)
-RECURSION = (
-    "a deep graph needs iteration, not recursion: one call a node passes Python's limit of about "
-    "1000 calls on a chain of 10^5 ops; walk it with a loop and a stack of your own (an iterative "
-    "topological sort, and backward a loop over its order)"
-)
-CALLS_ITSELF = (
-    "{function} calls itself again (directly, or through the operators it uses) before it "
-    "returns, without end, until Python's recursion limit stops it{why}"
-)
-NO_TAPE = (
-    "this case makes too many nodes to keep a record of each, so it cannot say which rule or "
-    "step of backward is wrong: the smaller cases that fail say it (fix those first)"
 )
 UNHASHABLE = (
     "a Tensor must be hashable, as the graph's sets and dicts of nodes (`visited`, the "
