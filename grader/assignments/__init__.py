@@ -127,7 +127,7 @@ def calls_itself(line: str) -> Slip:
 
     def detect(evidence: Any) -> dict[str, str] | None:
         failure = evidence.failure
-        if raised("RecursionError")(evidence) is None or failure.where is None:
+        if failure is None or failure.type != "RecursionError" or failure.where is None:
             return None
         function = failure.where[2]
         method = function.rsplit(".", 1)[-1]
