@@ -157,6 +157,27 @@ def test_a_fingerprint_two_slips_share_names_neither(name, case_id, oracle, tmp_
     assert not result.slip or names_slip(BY_NAME[name], result.message), result.message
 
 
+#: (bug, case) where the bug's numbers are also another slip's, and the line says both: at
+#: n = -1, PowerScalar's gradient without its factor n is PyTorch's with the sign flipped
+SAME_NUMBERS = [
+    ("power-scalar-factor-left-out", "needle/test_ops::op_backward[rdiv]", "or has its sign flipped"),
+]
+
+
+@pytest.mark.parametrize(("name", "case_id", "both"), SAME_NUMBERS)
+def test_where_two_slips_give_the_same_numbers_the_line_says_both(name, case_id, both, oracle, tmp_path):
+    """3.0 / a runs PowerScalar at n = -1: a rule that leaves out the factor n and one that
+    loses a minus sign send the same gradient there. The line names the slip the exponent
+    makes likelier and says that the other fits too, not the sign alone (a student who left
+    out n would hunt for a minus sign that is not missing)."""
+    bug = next(b for b in NEEDLE if b.name == name)
+    cases = [c for c in collect(REPO / "tests", ["needle"], ["public", "hidden"]) if c.id == case_id]
+    submission = materialize(bug, tmp_path / name)
+    (result,) = score(cases, oracle, run_in_process(submission, cases), {})
+    assert result.slip == "power-factor-left-out" and result.blame == "PowerScalar", result.message
+    assert names_slip(bug, result.message) and both in result.message, result.message
+
+
 #: micrograd's backward() with every gradient right but the output's own, zeroed after the pass
 OUTPUT_GRAD_ZEROED = Bug(
     "output-grad-zeroed",

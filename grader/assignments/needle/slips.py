@@ -541,23 +541,27 @@ def divisor_not_squared(evidence: Any) -> dict[str, str] | None:
 
 
 def power_factor_left_out(evidence: Any) -> dict[str, str] | None:
-    """PowerScalar's gradient left out the factor n: what it sent times n is PyTorch's,
-    with n read off the op itself (its output is its input to the power n)."""
-    for op, x, y, _, e, a in _rules(evidence):
-        x, y, e, a = (np.reshape(v, -1) for v in (x, y, e, a))
-        if op != "PowerScalar" or not x.size == y.size == e.size == a.size:
+    """PowerScalar's gradient left out the factor n: what it sent times n is PyTorch's, and
+    it is the output over the input (a**(n - 1), or c * a**(n - 1) where the rule was probed
+    in `c / a`, built from a**-1 and a MulScalar). At n = -1 that is also PyTorch's gradient
+    with its sign flipped: the line then says both, since these numbers cannot tell which."""
+    for op, x, y, g, e, a in _rules(evidence):
+        x, y, g, e, a = (np.reshape(v, -1) for v in (x, y, g, e, a))
+        if "PowerScalar" not in op.split(" and ") or not x.size == y.size == g.size == e.size == a.size:
             continue
         known = ~np.isclose(np.abs(x), 0.0) & ~np.isclose(np.abs(x), 1.0) & ~np.isclose(a, 0.0)
+        known &= ~np.isclose(g, 0.0)
         if not known.any():
             continue
         n = e[known][0] / a[known][0]
-        with np.errstate(all="ignore"):
-            powered = x[known] ** n  # (NaN for a negative base and a fractional n)
-        finite = np.isfinite(powered)
-        if not np.isclose(n, 1.0) and _same(a * n, e) and finite.any():
-            if _same(powered[finite], y[known][finite]):
-                return {"op": op}
+        if not np.isclose(n, 1.0) and _same(a * n, e) and _same(a[known] / g[known] * x[known], y[known]):
+            flipped = np.isclose(n, -1.0)
+            return {"op": "PowerScalar", "or_sign": OR_SIGN if flipped else ""}
     return None
+
+
+#: where n = -1, leaving out the factor n flips the gradient's sign, as a lost minus does
+OR_SIGN = ", or has its sign flipped (at n = -1 the two give the same numbers)"
 
 
 def no_chain_rule(evidence: Any) -> dict[str, str] | None:
@@ -1022,7 +1026,7 @@ SLIPS = (
     ),
     Slip(
         "power-factor-left-out",
-        "{op}'s gradient leaves out the factor n: the derivative of a**n is n * a**(n - 1)",
+        "{op}'s gradient leaves out the factor n{or_sign}: the derivative of a**n is n * a**(n - 1)",
         power_factor_left_out,
         blame="{op}",
     ),
