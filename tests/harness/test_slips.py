@@ -281,9 +281,9 @@ ONLY_SLIPS = {
     ("micrograd", "seeded-after-the-pass"): {"nothing-passed-on"},
     ("micrograd", "rmul-calls-itself"): {"calls-itself"},
     ("needle", "rsub-calls-itself"): {"calls-itself"},
-    # no slip of the catalogue: at x = 0 (a * x = e for any a), or x = -2 and n = -1, it
-    # matched the wrong power's and the missing chain rule's fingerprints
-    ("micrograd", "pow-precedence"): set(),
+    # its own slip alone: at x = 0 (a * x = e for any a), or x = -2 and n = -1, it matched
+    # the wrong power's and the missing chain rule's fingerprints
+    ("micrograd", "pow-precedence"): {"power-precedence"},
     # its closures ran again: where the gradients are whole multiples, it says which node's
     # and how often; elsewhere, the walk probe's graph shows a closure run twice
     ("micrograd", "topo-without-visited"): {"rule-run-again", "walked-again"},

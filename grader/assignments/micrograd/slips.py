@@ -342,6 +342,25 @@ def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def power_precedence(evidence: Any) -> dict[str, str] | None:
+    """pow's rule lost the parentheses of x**(n - 1): `**` binds before `-`, so
+    `n * x**n - 1 * out.grad` sends n * x**n - out.grad, and `(n * x**n - 1) * out.grad`
+    sends n * x**n - 1 times out.grad: probed alone, what it sent is one of those. (Neither
+    model multiplies PyTorch's contribution, so the case's own numbers, where the rule may
+    have run twice, are no second point: the probe's inputs are the case's own values.)"""
+    for i, op, e, a in _wrong_rules(evidence):
+        step = evidence.tape.steps[i]
+        if op != "pow" or len(step.inputs) != 2 or isinstance(step.inputs[1], NodeRef):
+            continue
+        x, n = evidence.value(evidence.inputs(i)[0]), float(step.inputs[1])
+        with np.errstate(all="ignore"):  # a negative x to a fractional n
+            powered = n * x**n
+        for sent in (powered - PROBE_GRAD, (powered - 1) * PROBE_GRAD):
+            if np.all(np.isfinite(sent)) and _same(a, sent) and not _same(sent, e):
+                return {"op": op}
+    return None
+
+
 def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     """tanh's rule used 1 - t where its derivative is 1 - t**2 (t = tanh(x), the output)."""
     for i, op, _, a in _wrong_rules(evidence):
@@ -791,6 +810,12 @@ SLIPS = (
         "power-off-by-one",
         "pow's rule takes x to the wrong power: the derivative of x**n is n * x**(n - 1)",
         power_off_by_one,
+    ),
+    Slip(
+        "power-precedence",
+        "pow's rule computes x**n - 1 where it means x**(n - 1): `**` binds before `-`, so the "
+        "exponent n - 1 needs its parentheses (the derivative of x**n is n * x**(n - 1))",
+        power_precedence,
     ),
     Slip(
         "tanh-without-square",
