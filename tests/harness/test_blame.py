@@ -618,7 +618,7 @@ def test_needle_leaves_without_requires_grad_are_said_to_get_no_gradient(cases, 
 
 def test_every_assignment_has_the_same_hints():
     from grader.assignments import NAMES
-    from grader.assignments.micrograd.backend import _Leaf, _parts
+    from grader.assignments.micrograd.backend import ProbeLeaf, composite_parts
     from grader.verdict.diagnose import hints_for
 
     public = {
@@ -632,7 +632,8 @@ def test_every_assignment_has_the_same_hints():
     assert len({frozenset(names) for names in public.values()}) == 1, public
     built = hints_for("micrograd").BUILT_FROM
     for op, parts in built.items():
-        probed = _parts(op, [_Leaf(0, 2.0), _Leaf(1, 3.0)]) or _parts(op, [_Leaf(0, 2.0), 3.0])
+        x, y = ProbeLeaf(0, 2.0), ProbeLeaf(1, 3.0)
+        probed = composite_parts(op, [x, y]) or composite_parts(op, [x, 3.0])
         assert [p for p, _ in probed] == [p for p, _ in parts], op
 
 

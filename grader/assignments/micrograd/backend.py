@@ -37,7 +37,7 @@ MAX_PROBES = 200
 MAX_PASSES = 8
 
 
-class _Leaf:
+class ProbeLeaf:
     """A probe's input: a fresh leaf holding `data`; two with one `key` are one leaf."""
 
     __slots__ = ("key", "data")
@@ -46,26 +46,26 @@ class _Leaf:
         self.key, self.data = key, data
 
 
-def _parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | None:
+def composite_parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | None:
     """The primitives the contract builds a composite op from, each as (op, inputs) at the
     data it meets inside: `a / b` is `a * b**-1`, so its parts are `b**-1` and `a * (1/b)`.
     A wrong part's rule is what to name when a composite's gradient is wrong (the student
     wrote `__pow__`'s rule, not `__truediv__`'s). The texts are in hints.BUILT_FROM."""
     x = args[0]
     y = args[1] if len(args) > 1 else None
-    node = isinstance(y, _Leaf)
+    node = isinstance(y, ProbeLeaf)
     if op == "neg":
         return [("mul", [x, -1])]
     if op == "sub":
-        return [("mul", [y, -1]), ("add", [x, _Leaf("-y", -y.data)])] if node else [("add", [x, -y])]
+        return [("mul", [y, -1]), ("add", [x, ProbeLeaf("-y", -y.data)])] if node else [("add", [x, -y])]
     if op == "rsub":
-        return [("mul", [x, -1]), ("add", [_Leaf("-x", -x.data), y])]
+        return [("mul", [x, -1]), ("add", [ProbeLeaf("-x", -x.data), y])]
     if op == "truediv" and node:
-        return [("pow", [y, -1]), ("mul", [x, _Leaf("1/y", 1.0 / y.data if y.data else 0.0)])]
+        return [("pow", [y, -1]), ("mul", [x, ProbeLeaf("1/y", 1.0 / y.data if y.data else 0.0)])]
     if op == "truediv":
         return [("mul", [x, y**-1 if y else 0.0])]
     if op == "rtruediv":
-        return [("pow", [x, -1]), ("mul", [_Leaf("1/x", 1.0 / x.data if x.data else 0.0), y])]
+        return [("pow", [x, -1]), ("mul", [ProbeLeaf("1/x", 1.0 / x.data if x.data else 0.0), y])]
     if op in ("radd", "rmul"):
         return [(op[1:], [x, y])]
     return None
@@ -136,7 +136,7 @@ class ScalarBackend(Backend):
         """Each op's gradient rule run alone on the tiniest input, by op, and backward() through
         the tiniest MLP (its neurons apply rules of their own choosing): the grader runs them
         beside `probe_backward` to learn, in a moment, which never return."""
-        x, y = _Leaf(0, 1.5), _Leaf(1, 2.0)
+        x, y = ProbeLeaf(0, 1.5), ProbeLeaf(1, 2.0)
         binary = {op for op in OPERATORS if op not in ("neg", "matmul")}
 
         def args(op: str) -> list[Any]:
@@ -203,7 +203,7 @@ class ScalarBackend(Backend):
             step = self.tape.steps[i]
             args = self._probe_args(step)
             tape[i]["rule"] = self.probed_alone(step.op, self.probe, step.op, args, step.kwargs)
-            parts = _parts(step.op, args)
+            parts = composite_parts(step.op, args)
             if parts:
                 rows = [self.probed_alone(op, self.probe, op, a) for op, a in parts]
                 if all(r is not None and len(r.data) <= 2 for r in rows):
@@ -227,7 +227,7 @@ class ScalarBackend(Backend):
         """The rules an MLP runs on (hints.MLP_RUNS_ON), each probed alone: the tape
         does not see inside the MLP, so this is how a wrong gradient that comes out of it is
         laid at the engine's rule rather than at the MLP's own code."""
-        w, x, b, below = _Leaf("w", -0.8), _Leaf("x", 1.5), _Leaf("b", 0.3), _Leaf("x", -1.5)
+        w, x, b, below = ProbeLeaf("w", -0.8), ProbeLeaf("x", 1.5), ProbeLeaf("b", 0.3), ProbeLeaf("x", -1.5)
         rows = [
             self.probed_alone(op, self.probe, op, args)
             for op, args in (("mul", [w, x]), ("add", [w, b]), ("relu", [x]), ("relu", [below]))
@@ -238,11 +238,11 @@ class ScalarBackend(Backend):
         return Quantity(flat, (len(rows), 2))
 
     def _probe_args(self, step: Step) -> list[Any]:
-        """A step's inputs as probe inputs: each node a `_Leaf` with its data."""
+        """A step's inputs as probe inputs: each node a `ProbeLeaf` with its data."""
         args: list[Any] = []
         for ref in step.inputs:
             if isinstance(ref, NodeRef):
-                args.append(_Leaf(ref.index, self.value_of(self.tape.nodes[ref.index].raw).data[0]))
+                args.append(ProbeLeaf(ref.index, self.value_of(self.tape.nodes[ref.index].raw).data[0]))
             else:
                 args.append(ref)
         return args
@@ -254,9 +254,9 @@ class ScalarBackend(Backend):
         try:
             leaves: dict[object, Any] = {}
             for arg in args:
-                if isinstance(arg, _Leaf) and arg.key not in leaves:
+                if isinstance(arg, ProbeLeaf) and arg.key not in leaves:
                     leaves[arg.key] = self.make_value(arg.data)
-            raw = [leaves[a.key] if isinstance(a, _Leaf) else a for a in args]
+            raw = [leaves[a.key] if isinstance(a, ProbeLeaf) else a for a in args]
             out = self.ops[op](*raw, **(kwargs or {}))
             for leaf in leaves.values():
                 self.set_grad(leaf, PROBE_SEED)

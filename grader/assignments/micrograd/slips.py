@@ -28,6 +28,8 @@ from grader.assignments.micrograd.backend import (
     REPEATED_WALK,
     TOPOLOGICAL_WALK,
     WRAPPED_SEED,
+    ProbeLeaf,
+    composite_parts,
 )
 from grader.case.trace import NodeRef
 
@@ -329,16 +331,43 @@ def own_input(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _pow_rules(evidence: Any) -> list[tuple[int, Any, Any, Any, float, bool]]:
+    """(node, PyTorch's rule, the submission's, x, n, whether node i is the pow itself) for
+    each pow whose rule, probed alone, is wrong: a pow node of the case, or the pow a division
+    is built from (`a / b` is `a * b**-1`: `backend.composite_parts`), probed at the base it meets."""
+    found = []
+    for i, op, e, a in _wrong_rules(evidence):
+        step = evidence.tape.steps[i]
+        if op == "pow" and len(step.inputs) == 2 and not isinstance(step.inputs[1], NodeRef):
+            found.append((i, e, a, evidence.value(evidence.inputs(i)[0]), float(step.inputs[1]), True))
+    tape = evidence.tape
+    for i in evidence.op_nodes():
+        step, wrong = tape.steps[i], tape.wrong_parts(i)
+        if step.op == "mlp" or not wrong:
+            continue
+        args = [
+            ProbeLeaf(r.index, float(evidence.value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
+            for r in step.inputs
+        ]
+        parts = composite_parts(step.op, args) or []
+        e, a = tape.expected[i]["parts"].array(), tape.actual[i]["parts"].array()
+        for k in wrong:
+            op, inputs = parts[k]
+            if op == "pow" and isinstance(inputs[0], ProbeLeaf):  # its row: the base's share, then 0
+                found.append((i, e[k][:1], a[k][:1], np.array([inputs[0].data]), float(inputs[1]), False))
+    return found
+
+
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     """pow's rule took x to the power n, n + 1 or n - 2 where the derivative has n - 1: what
-    it sent is the right contribution times x, x**2, or over x."""
-    for i, op, e, a in _wrong_rules(evidence):
-        x = evidence.value(evidence.inputs(i)[0])
-        if op != "pow" or _same(np.abs(x), 1.0) or _same(x, 0.0):  # (at 0, a * x is e = 0 for any a)
+    it sent is the right contribution times x, x**2, or over x (and in the case, where the
+    pow is a node of its own: a division's is probed alone only)."""
+    for i, e, a, x, _, own in _pow_rules(evidence):
+        if _same(np.abs(x), 1.0) or _same(x, 0.0):  # (at 0, a * x is e = 0 for any a)
             continue
         for factor in (x, x * x, 1 / x):
-            if _same(a, e * factor) and not _case_contradicts(evidence, i, _times(factor)):
-                return {"op": op}
+            if _same(a, e * factor) and not (own and _case_contradicts(evidence, i, _times(factor))):
+                return {"op": "pow"}
     return None
 
 
@@ -348,16 +377,12 @@ def power_precedence(evidence: Any) -> dict[str, str] | None:
     sends n * x**n - 1 times out.grad: probed alone, what it sent is one of those. (Neither
     model multiplies PyTorch's contribution, so the case's own numbers, where the rule may
     have run twice, are no second point: the probe's inputs are the case's own values.)"""
-    for i, op, e, a in _wrong_rules(evidence):
-        step = evidence.tape.steps[i]
-        if op != "pow" or len(step.inputs) != 2 or isinstance(step.inputs[1], NodeRef):
-            continue
-        x, n = evidence.value(evidence.inputs(i)[0]), float(step.inputs[1])
+    for _, e, a, x, n, _ in _pow_rules(evidence):
         with np.errstate(all="ignore"):  # a negative x to a fractional n
             powered = n * x**n
         for sent in (powered - PROBE_GRAD, (powered - 1) * PROBE_GRAD):
             if np.all(np.isfinite(sent)) and _same(a, sent) and not _same(sent, e):
-                return {"op": op}
+                return {"op": "pow"}
     return None
 
 
