@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,10 +62,60 @@ def _mlp_rules(evidence: Any, i: int) -> list[tuple[int, str, Any, Any]]:
     return [(i, op, want[:1], got[:1]) for (op, _), want, got in rows if not _same(want, got)]
 
 
+class Part(NamedTuple):
+    """A primitive a composite op of the case is built from (`backend.composite_parts`:
+    `a / b` is `b**-1` and `a * (1/b)`, `-a` is `a * -1`) whose rule, probed alone at what
+    it meets inside the op, is wrong. The case's numbers are the whole op's: only the probe
+    speaks of the part."""
+
+    node: int  # the composite's node
+    op: str
+    expected: Any  # PyTorch's contribution to each input that is a node
+    actual: Any
+    args: list[Any]  # its inputs: a ProbeLeaf (with its value) for a node, else the number
+
+    @property
+    def values(self) -> list[float]:
+        return [float(x.data) if isinstance(x, ProbeLeaf) else float(x) for x in self.args]
+
+
+def _parts_probed(evidence: Any, every: bool = False) -> list[Part]:
+    """The parts of the case's composite ops whose rules, probed alone, are wrong (`every`:
+    all the parts that were probed, right or wrong)."""
+    tape, found = evidence.tape, []
+    for i in evidence.op_nodes():
+        step, wrong = tape.steps[i], tape.wrong_parts(i)
+        if step.op == "mlp" or not (wrong or every) or not tape.actual or tape.actual[i].get("parts") is None:
+            continue
+        value = evidence.value
+        args = [
+            ProbeLeaf(r.index, float(value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
+            for r in step.inputs
+        ]
+        parts = composite_parts(step.op, args) or []
+        e, a = tape.expected[i]["parts"].array(), tape.actual[i]["parts"].array()
+        if e.shape != a.shape or len(parts) != e.shape[0]:
+            continue
+        for k in range(len(parts)) if every else wrong:
+            op, inputs = parts[k]
+            # its row: PyTorch's (or the submission's) contribution to each leaf, then 0s
+            leaves = len({x.key for x in inputs if isinstance(x, ProbeLeaf)})
+            found.append(Part(i, op, e[k][:leaves], a[k][:leaves], inputs))
+    return found
+
+
+def _probed(evidence: Any) -> list[tuple[str, Any, Any]]:
+    """(op, PyTorch's rule, the submission's) of every wrong rule probed alone: the case's
+    primitives (`_wrong_rules`) and the parts of its composites (`_parts_probed`), for the
+    slips that read the probe alone."""
+    rows = [(op, e, a) for _, op, e, a in _wrong_rules(evidence)]
+    return rows + [(part.op, part.expected, part.actual) for part in _parts_probed(evidence)]
+
+
 def assigns(evidence: Any) -> dict[str, str] | None:
     """The rule replaced what its inputs held: each got its contribution less the seed the
     probe started it from (half of it when one leaf is both inputs, as in `a * a`)."""
-    for _, op, e, a in _wrong_rules(evidence):
+    for op, e, a in _probed(evidence):
         held = a + PROBE_SEED
         if not _same(a, 0.0) and any(_same(held, e * share) for share in (1.0, 0.5)):
             return {"op": op}  # (a rule that adds nothing leaves the seed too: not told apart)
@@ -83,11 +133,15 @@ def adds_nothing(evidence: Any) -> dict[str, str] | None:
     values is 0 (an input's, or its output's), the two are not told apart (mul's rule that
     gives self its own value, at 0 * 7), and no slip is named."""
     tape = evidence.at_pass
-    for i, op, e, a in _wrong_rules(evidence):
-        if np.any(a != 0.0) or _same(e, 0.0) or not tape.actual or _adds_somewhere(evidence, op):
+    if not tape.actual:
+        return None
+    rules = [(i, op, e, a, None) for i, op, e, a in _wrong_rules(evidence)]
+    rules += [(p.node, p.op, p.expected, p.actual, p.values) for p in _parts_probed(evidence)]
+    for i, op, e, a, values in rules:
+        if np.any(a != 0.0) or _same(e, 0.0) or _adds_somewhere(evidence, op):
             continue
-        if any(_same(value, 0.0) for value in _step_values(evidence, i)):
-            continue
+        if any(_same(value, 0.0) for value in (values or _step_values(evidence, i))):
+            continue  # (a part's values: what it met inside its op)
         alone = [x for x in evidence.inputs(i) if tape.consumers(x) == [i]]
         got = [tape.actual[x].get("grad") for x in alone]
         if any(g is not None and not np.any(g.array() != 0.0) for g in got):
@@ -116,10 +170,13 @@ def input_left_out(evidence: Any) -> dict[str, str] | None:
 
 
 def _adds_somewhere(evidence: Any, op: str) -> bool:
-    """Did `op`'s rule, probed alone at any of the case's nodes, add something to an input?
-    Then it runs, and adds nothing only where what it reads is 0."""
+    """Did `op`'s rule, probed alone at any of the case's nodes or inside any of its composite
+    ops, add something to an input? Then it runs, and adds nothing only where what it reads
+    is 0."""
     pairs = (evidence.rule_pair(i) for i in evidence.op_nodes() if evidence.tape.steps[i].op == op)
-    return any(pair is not None and np.any(pair[1] != 0.0) for pair in pairs)
+    if any(pair is not None and np.any(pair[1] != 0.0) for pair in pairs):
+        return True
+    return any(part.op == op and np.any(part.actual != 0.0) for part in _parts_probed(evidence, every=True))
 
 
 #: what mul's rule sends an input when it multiplies by gradients where it needs the inputs'
@@ -138,7 +195,7 @@ def reads_grad(evidence: Any) -> dict[str, str] | None:
     """mul's rule multiplied by an input's gradient (`other.grad`) where its derivative needs
     the input's value (`other.data`): probed alone, an input got what the probe's seeds
     predict, whatever the inputs' values, where PyTorch's rule sends another number."""
-    for _, op, e, a in _wrong_rules(evidence):
+    for op, e, a in _probed(evidence):
         if op == "mul" and any(
             any(_same(got, model) for model in READS_GRAD) and not _same(got, want)
             for got, want in zip(a, e, strict=True)
@@ -316,45 +373,40 @@ def own_input(evidence: Any) -> dict[str, str] | None:
     """mul's rule gave an input its own value times out.grad, where d(a*b)/da is b: the other
     input's (a number, in `a * 2`, is an input too). Told apart only where the two inputs
     differ: `a * a` is right either way."""
+    muls = []
     for i, op, e, a in _wrong_rules(evidence):
         inputs = evidence.tape.steps[i].inputs
-        if op != "mul" or len(inputs) != 2:
-            continue
-        values = _step_values(evidence, i)[:2]
-        leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]  # each one's contribution, in a
+        if op == "mul" and len(inputs) == 2:
+            # each one's contribution, in a
+            leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]
+            muls.append((_step_values(evidence, i)[:2], leaves, e, a))
+    for part in _parts_probed(evidence):
+        if part.op == "mul" and len(part.args) == 2:
+            leaves = [j for j, x in enumerate(part.args) if isinstance(x, ProbeLeaf)]
+            muls.append((part.values, leaves, part.expected, part.actual))
+    for values, leaves, e, a in muls:
         if _same(values[0], values[1]) or len(leaves) != len(a):
             continue
         # an input whose own value is 0 would get 0 either way: a rule that adds nothing
         own = [(k, j) for k, j in enumerate(leaves) if not _same(values[j], 0.0)]
         if any(_same(a[k], PROBE_GRAD * values[j]) and not _same(a[k], e[k]) for k, j in own):
-            return {"op": op}
+            return {"op": "mul"}
     return None
 
 
 def _pow_rules(evidence: Any) -> list[tuple[int, Any, Any, Any, float, bool]]:
     """(node, PyTorch's rule, the submission's, x, n, whether node i is the pow itself) for
     each pow whose rule, probed alone, is wrong: a pow node of the case, or the pow a division
-    is built from (`a / b` is `a * b**-1`: `backend.composite_parts`), probed at the base it meets."""
+    is built from (a `Part`), probed at the base it meets there."""
     found = []
     for i, op, e, a in _wrong_rules(evidence):
         step = evidence.tape.steps[i]
         if op == "pow" and len(step.inputs) == 2 and not isinstance(step.inputs[1], NodeRef):
             found.append((i, e, a, evidence.value(evidence.inputs(i)[0]), float(step.inputs[1]), True))
-    tape = evidence.tape
-    for i in evidence.op_nodes():
-        step, wrong = tape.steps[i], tape.wrong_parts(i)
-        if step.op == "mlp" or not wrong:
-            continue
-        args = [
-            ProbeLeaf(r.index, float(evidence.value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
-            for r in step.inputs
-        ]
-        parts = composite_parts(step.op, args) or []
-        e, a = tape.expected[i]["parts"].array(), tape.actual[i]["parts"].array()
-        for k in wrong:
-            op, inputs = parts[k]
-            if op == "pow" and isinstance(inputs[0], ProbeLeaf):  # its row: the base's share, then 0
-                found.append((i, e[k][:1], a[k][:1], np.array([inputs[0].data]), float(inputs[1]), False))
+    for part in _parts_probed(evidence):
+        if part.op == "pow" and isinstance(part.args[0], ProbeLeaf) and len(part.expected) == 1:
+            x, n = part.values
+            found.append((part.node, part.expected, part.actual, np.array([x]), n, False))
     return found
 
 
