@@ -153,17 +153,25 @@ def input_left_out(evidence: Any) -> dict[str, str] | None:
     """add's or mul's rule sent one of its two inputs nothing, and the other its right
     contribution: probed alone on two leaves, one got exactly nothing and the other what
     PyTorch's rule sends it, not 0 (a rule that never runs sends both nothing); on one leaf
-    used twice (`a * a`), it got one of its two contributions. Field: which input."""
+    used twice (`a * a`), it got one of its two contributions. Field: which input. The
+    case's own adds and muls, and those its composites are built from (`a + (-b)` in
+    `a - b`)."""
+    rules = []
     for i, op, e, a in _wrong_rules(evidence):
-        step = evidence.tape.steps[i]
-        if op not in ("add", "mul") or step.op != op or len(step.inputs) != 2:
-            continue  # (an MLP's probe rows compare one input only)
+        inputs = evidence.tape.steps[i].inputs
+        if op in ("add", "mul") and evidence.tape.steps[i].op == op and len(inputs) == 2:
+            refs = [r.index for r in inputs if isinstance(r, NodeRef)]  # (an MLP's rows: one input only)
+            rules.append((op, e, a, len(refs) == 2 and refs[0] == refs[1]))
+    for part in _parts_probed(evidence):
+        if part.op in ("add", "mul") and len(part.args) == 2:
+            rules.append((part.op, part.expected, part.actual, part.args[0] is part.args[1]))
+    for op, e, a, one_leaf in rules:
         if len(a) == 2:
             for k in (0, 1):
                 ran = _same(a[1 - k], e[1 - k]) and not _same(e[1 - k], 0.0)  # the other's shows it runs
                 if a[k] == 0.0 and not _same(e[k], 0.0) and ran:
                     return {"op": op, "input": ("self, its first input", "other, its second input")[k]}
-        elif len(a) == 1 and _same(a, e / 2) and not _same(e, 0.0):
+        elif one_leaf and len(a) == 1 and _same(a, e / 2) and not _same(e, 0.0):
             both = "a * a" if op == "mul" else "a + a"
             return {"op": op, "input": f"one of its inputs (in `{both}`, a gets both)"}
     return None
