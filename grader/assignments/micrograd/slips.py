@@ -484,7 +484,8 @@ def rsub_reversed(evidence: Any) -> dict[str, str] | None:
 def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
     """-x has the right value and gradient, yet x got none from it, and -x probed alone on a
     fresh x passes nothing back either, though the rule of the op it is built from is
-    right: it is a new Value made from x's number, with no edge back to x."""
+    right: it is a new Value made from x's number, with no edge back to x. Or the same seen
+    through a subtraction (`_negated_outside`)."""
     tape = evidence.tape
     if _wrong_rules(evidence):  # a wrong rule elsewhere can cancel x's gradient out
         return None
@@ -501,6 +502,44 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
             continue
         if _same(got.array(), 0.0) and not _same(want.array(), 0.0):
             return {"op": "neg"}
+    return _negated_outside(evidence)
+
+
+#: a subtraction -> which of its inputs it negates (`a - b` is `a + (-b)`, `b - a` as
+#: `__rsub__` computes it is `b + (-a)`)
+NEGATED = {"sub": 1, "rsub": 0}
+
+
+def _negated_outside(evidence: Any) -> dict[str, str] | None:
+    """A subtraction whose rule, probed alone, sent the input it negates nothing (and the
+    other, where it is a node, its right share; in `a - a`, a got only the share of the
+    side it is not negated on), though mul's and add's rules, which it is built from, are
+    right, probed alone inside it: the given `a + (-b)` goes through `__neg__`, and -b is a
+    new Value made from b's number. The failure is laid at `__neg__`, where the mistake is."""
+    tape = evidence.tape
+    for i, step in enumerate(tape.steps):
+        negated = NEGATED.get(step.op)
+        inputs = step.inputs
+        if negated is None or len(inputs) != 2 or not isinstance(inputs[negated], NodeRef):
+            continue
+        if tape.wrong_parts(i) or tape.actual[i].get("parts") is None:
+            continue
+        pair = evidence.rule_pair(i)
+        leaves = [r.index for r in inputs if isinstance(r, NodeRef)]  # one contribution each
+        if pair is None:
+            continue
+        e, a = pair
+        if len(leaves) == 2 and leaves[0] == leaves[1]:  # `a - a`: what a + (-a) sends a
+            starved = len(a) == 1 and _same(a, PROBE_GRAD) and _same(e, 0.0)
+        elif len(a) == len(leaves):
+            k = leaves.index(inputs[negated].index)
+            others = [j for j in range(len(leaves)) if j != k]
+            starved = a[k] == 0.0 and not _same(e[k], 0.0) and all(_same(a[j], e[j]) for j in others)
+        else:
+            starved = False
+        if starved:
+            name = tape.name(inputs[negated].index)
+            return {"op": "neg", "at": f"-{name} in {tape.expression(i)}"}
     return None
 
 
@@ -924,6 +963,7 @@ SLIPS = (
         "-x is a new Value made from x's number, outside the graph: no gradient flows back to x; "
         "build it from an op on x (x * -1)",
         neg_outside_the_graph,
+        blame=hints.OP_NAMES["neg"],
     ),
     Slip("recursive-sort", hints.RECURSION, raised("RecursionError", at=("backward",))),
     calls_itself(hints.CALLS_ITSELF),
