@@ -46,6 +46,16 @@ class ProbeLeaf:
         self.key, self.data = key, data
 
 
+#: the rules an MLP's neurons run on, each probed alone at these inputs (in the order and
+#: words of hints.MLP_RUNS_ON): a neuron's w * x and w + b, and relu above and below 0
+MLP_PROBES: tuple[tuple[str, list[Any]], ...] = (
+    ("mul", [ProbeLeaf("w", -0.8), ProbeLeaf("x", 1.5)]),
+    ("add", [ProbeLeaf("w", -0.8), ProbeLeaf("b", 0.3)]),
+    ("relu", [ProbeLeaf("x", 1.5)]),
+    ("relu", [ProbeLeaf("x", -1.5)]),
+)
+
+
 def composite_parts(op: str, args: list[Any]) -> list[tuple[str, list[Any]]] | None:
     """The primitives the contract builds a composite op from, each as (op, inputs) at the
     data it meets inside: `a / b` is `a * b**-1`, so its parts are `b**-1` and `a * (1/b)`.
@@ -227,11 +237,7 @@ class ScalarBackend(Backend):
         """The rules an MLP runs on (hints.MLP_RUNS_ON), each probed alone: the tape
         does not see inside the MLP, so this is how a wrong gradient that comes out of it is
         laid at the engine's rule rather than at the MLP's own code."""
-        w, x, b, below = ProbeLeaf("w", -0.8), ProbeLeaf("x", 1.5), ProbeLeaf("b", 0.3), ProbeLeaf("x", -1.5)
-        rows = [
-            self.probed_alone(op, self.probe, op, args)
-            for op, args in (("mul", [w, x]), ("add", [w, b]), ("relu", [x]), ("relu", [below]))
-        ]
+        rows = [self.probed_alone(op, self.probe, op, args) for op, args in MLP_PROBES]
         if any(r is None for r in rows):
             return None
         flat = tuple(v for r in rows for v in (*r.data, 0.0, 0.0)[:2])

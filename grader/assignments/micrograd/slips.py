@@ -22,6 +22,7 @@ from grader.assignments import Slip, calls_itself, raised, repeated, unhashable
 from grader.assignments.micrograd import hints
 from grader.assignments.micrograd.backend import (
     BREADTH_FIRST_WALK,
+    MLP_PROBES,
     OUTPUT_ALONE,
     PROBE_GRAD,
     PROBE_SEED,
@@ -39,36 +40,25 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _wrong_rules(evidence: Any) -> list[tuple[int, str, Any, Any]]:
-    """(node, op, PyTorch's rule, the submission's) for each primitive whose rule, probed
-    alone, is wrong: the blamed op's node first."""
+    """(node, op, PyTorch's rule, the submission's) for each primitive of the case whose rule,
+    probed alone, is wrong: the blamed op's node first. (The primitives inside composite ops
+    and MLPs are `_parts_probed`.)"""
     found = []
     for i in evidence.op_nodes():
         op = evidence.tape.steps[i].op
         pair = evidence.rule_pair(i) if op in hints.PRIMITIVES else None
         if pair is not None:
             found.append((i, op, *pair))
-        found += _mlp_rules(evidence, i) if op == "mlp" else []
     return sorted(found, key=lambda row: row[1] != evidence.diagnosis.blame)
 
 
-def _mlp_rules(evidence: Any, i: int) -> list[tuple[int, str, Any, Any]]:
-    """The rules an MLP runs on, probed alone (`parts`, hints.MLP_RUNS_ON), that are
-    wrong. Only their first input is compared: relu's row has one."""
-    tape = evidence.tape
-    e, a = tape.expected[i].get("parts"), tape.actual[i].get("parts") if tape.actual else None
-    if e is None or a is None or e.shape != a.shape:
-        return []
-    rows = zip(hints.MLP_RUNS_ON, e.array(), a.array(), strict=True)
-    return [(i, op, want[:1], got[:1]) for (op, _), want, got in rows if not _same(want, got)]
-
-
 class Part(NamedTuple):
-    """A primitive a composite op of the case is built from (`backend.composite_parts`:
-    `a / b` is `b**-1` and `a * (1/b)`, `-a` is `a * -1`) whose rule, probed alone at what
-    it meets inside the op, is wrong. The case's numbers are the whole op's: only the probe
-    speaks of the part."""
+    """A primitive the case runs inside one of its ops, whose rule was probed alone: inside a
+    composite op at what it meets there (`backend.composite_parts`: `a / b` is `b**-1` and
+    `a * (1/b)`, `-a` is `a * -1`), inside an MLP at the grader's numbers (`backend.
+    MLP_PROBES`). The case's numbers are the whole op's: only the probe speaks of the part."""
 
-    node: int  # the composite's node
+    node: int  # the composite's (or the MLP's) node
     op: str
     expected: Any  # PyTorch's contribution to each input that is a node
     actual: Any
@@ -80,19 +70,22 @@ class Part(NamedTuple):
 
 
 def _parts_probed(evidence: Any, every: bool = False) -> list[Part]:
-    """The parts of the case's composite ops whose rules, probed alone, are wrong (`every`:
-    all the parts that were probed, right or wrong)."""
+    """The parts of the case's composite ops and MLPs whose rules, probed alone, are wrong
+    (`every`: all the parts that were probed, right or wrong)."""
     tape, found = evidence.tape, []
     for i in evidence.op_nodes():
         step, wrong = tape.steps[i], tape.wrong_parts(i)
-        if step.op == "mlp" or not (wrong or every) or not tape.actual or tape.actual[i].get("parts") is None:
+        if not (wrong or every) or not tape.actual or tape.actual[i].get("parts") is None:
             continue
-        value = evidence.value
-        args = [
-            ProbeLeaf(r.index, float(value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
-            for r in step.inputs
-        ]
-        parts = composite_parts(step.op, args) or []
+        if step.op == "mlp":
+            parts: list[tuple[str, list[Any]]] = list(MLP_PROBES)
+        else:
+            value = evidence.value
+            args = [
+                ProbeLeaf(r.index, float(value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
+                for r in step.inputs
+            ]
+            parts = composite_parts(step.op, args) or []
         e, a = tape.expected[i]["parts"].array(), tape.actual[i]["parts"].array()
         if e.shape != a.shape or len(parts) != e.shape[0]:
             continue
@@ -487,7 +480,7 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
     right: it is a new Value made from x's number, with no edge back to x. Or the same seen
     through a subtraction (`_negated_outside`)."""
     tape = evidence.tape
-    if _wrong_rules(evidence):  # a wrong rule elsewhere can cancel x's gradient out
+    if _probed(evidence):  # a wrong rule elsewhere can cancel x's gradient out
         return None
     for i, step in enumerate(tape.steps):
         if step.op != "neg" or not tape.actual or not evidence.inputs(i):
@@ -543,25 +536,40 @@ def _negated_outside(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+def _relus(evidence: Any) -> list[tuple[int, Any, Any, float, bool]]:
+    """(node, PyTorch's rule, the submission's, x, whether node i is the relu itself) for
+    each relu whose rule, probed alone, is wrong: the case's, and those its MLPs run (at
+    the grader's x above and below 0)."""
+    found = [
+        (i, e, a, float(evidence.value(evidence.inputs(i)[0]).reshape(-1)[0]), True)
+        for i, op, e, a in _wrong_rules(evidence)
+        if op == "relu" and evidence.tape.steps[i].op == "relu"
+    ]
+    found += [
+        (p.node, p.expected, p.actual, p.values[0], False) for p in _parts_probed(evidence) if p.op == "relu"
+    ]
+    return found
+
+
 def relu_passes_negative(evidence: Any) -> dict[str, str] | None:
     """relu's rule sent a gradient back to an input below 0, where relu is flat: no mask, or
     its test the wrong way round."""
-    for i, op, e, a in _wrong_rules(evidence):
-        if op == "relu" and float(evidence.value(evidence.inputs(i)[0]).reshape(-1)[0]) < 0:
-            if _same(e, np.zeros_like(e)) and not _same(a, e):
-                return {"op": op}
+    for _, e, a, x, _ in _relus(evidence):
+        if x < 0 and _same(e, np.zeros_like(e)) and not _same(a, e):
+            return {"op": "relu"}
     return None
 
 
 def relu_output_as_slope(evidence: Any) -> dict[str, str] | None:
     """relu's rule multiplied out.grad by relu's output (out.data) where its slope is 1:
     probed alone at an input above 0 (not 1), it sent the output times out.grad; and in the
-    case, an input only it uses got the output times its gradient."""
-    for i, op, e, a in _wrong_rules(evidence):
-        y = float(evidence.value(i).reshape(-1)[0]) if evidence.tape.steps[i].op == "relu" else 0.0
+    case (where the relu is a node of its own), an input only it uses got the output times
+    its gradient."""
+    for i, e, a, x, own in _relus(evidence):
+        y = max(x, 0.0)
         if y > 0 and not _same(y, 1.0) and _same(a, PROBE_GRAD * y) and _same(e, PROBE_GRAD):
-            if not _case_contradicts(evidence, i, _times(y)):
-                return {"op": op}
+            if not (own and _case_contradicts(evidence, i, _times(y))):
+                return {"op": "relu"}
     return None
 
 
