@@ -439,6 +439,22 @@ def power_precedence(evidence: Any) -> dict[str, str] | None:
     return None
 
 
+#: an op whose derivative can be written from its output, which is bounded, and that
+#: derivative in terms of t = out.data
+FROM_OUTPUT = {"tanh": "1 - t**2", "sigmoid": "t * (1 - t)"}
+_OVERFLOWED = raised("OverflowError", at=tuple(FROM_OUTPUT))
+
+
+def rule_overflows(evidence: Any) -> dict[str, str] | None:
+    """tanh's or sigmoid's rule raised OverflowError: it computes the derivative afresh from
+    x (`math.cosh(x)`, `math.exp(-x)`), which overflows at large |x|, where out.data, which
+    the forward pass computed, is bounded."""
+    if _OVERFLOWED(evidence) is None:
+        return None
+    op = evidence.diagnosis.blame
+    return {"op": op, "derivative": FROM_OUTPUT[op]}
+
+
 def tanh_without_square(evidence: Any) -> dict[str, str] | None:
     """tanh's rule used 1 - t where its derivative is 1 - t**2 (t = tanh(x), the output)."""
     for i, op, _, a in _wrong_rules(evidence):
@@ -948,6 +964,13 @@ SLIPS = (
         "pow's rule computes x**n - 1 where it means x**(n - 1): `**` binds before `-`, so the "
         "exponent n - 1 needs its parentheses (the derivative of x**n is n * x**(n - 1))",
         power_precedence,
+    ),
+    Slip(
+        "rule-overflows",
+        "{op}'s rule overflows at a large |x|: it computes the derivative from x (math.cosh(x), "
+        "math.exp(x)), where the derivative {derivative}, with t = out.data ({op}(x), which the "
+        "forward pass computed and which is bounded), never overflows",
+        rule_overflows,
     ),
     Slip(
         "tanh-without-square",
