@@ -153,7 +153,7 @@ def input_left_out(evidence: Any) -> dict[str, str] | None:
     for i, op, e, a in _wrong_rules(evidence):
         inputs = evidence.tape.steps[i].inputs
         if op in ("add", "mul") and evidence.tape.steps[i].op == op and len(inputs) == 2:
-            refs = [r.index for r in inputs if isinstance(r, NodeRef)]  # (an MLP's rows: one input only)
+            refs = [r.index for r in inputs if isinstance(r, NodeRef)]
             rules.append((op, e, a, len(refs) == 2 and refs[0] == refs[1]))
     for part in _parts_probed(evidence):
         if part.op in ("add", "mul") and len(part.args) == 2:
@@ -526,6 +526,8 @@ def _negated_outside(evidence: Any) -> dict[str, str] | None:
     right, probed alone inside it: the given `a + (-b)` goes through `__neg__`, and -b is a
     new Value made from b's number. The failure is laid at `__neg__`, where the mistake is."""
     tape = evidence.tape
+    if not tape.actual:
+        return None
     for i, step in enumerate(tape.steps):
         negated = NEGATED.get(step.op)
         inputs = step.inputs
