@@ -53,20 +53,32 @@ def _wrong_rules(evidence: Any) -> list[tuple[int, str, Any, Any]]:
 
 
 class Part(NamedTuple):
-    """A primitive the case runs inside one of its ops, whose rule was probed alone: inside a
-    composite op at what it meets there (`backend.composite_parts`: `a / b` is `b**-1` and
-    `a * (1/b)`, `-a` is `a * -1`), inside an MLP at the grader's numbers (`backend.
-    MLP_PROBES`). The case's numbers are the whole op's: only the probe speaks of the part."""
+    """A primitive whose rule was probed alone: a node of the case (`own`), or one the case
+    runs inside another op, inside a composite op at what it meets there (`backend.
+    composite_parts`: `a / b` is `b**-1` and `a * (1/b)`, `-a` is `a * -1`), inside an MLP at
+    the grader's numbers (`backend.MLP_PROBES`). For a part, the case's numbers are the whole
+    op's: only the probe speaks of it."""
 
-    node: int  # the composite's (or the MLP's) node
+    node: int  # the primitive's node, or the composite's (the MLP's) it runs inside
     op: str
     expected: Any  # PyTorch's contribution to each input that is a node
     actual: Any
     args: list[Any]  # its inputs: a ProbeLeaf (with its value) for a node, else the number
+    own: bool = False
 
     @property
     def values(self) -> list[float]:
         return [float(x.data) if isinstance(x, ProbeLeaf) else float(x) for x in self.args]
+
+
+def _args(evidence: Any, i: int) -> list[Any]:
+    """Node i's inputs as its probe met them: a ProbeLeaf holding each node's value (keyed by
+    the node), the numbers as they are."""
+    value = evidence.value
+    return [
+        ProbeLeaf(r.index, float(value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
+        for r in evidence.tape.steps[i].inputs
+    ]
 
 
 def _parts_probed(evidence: Any, every: bool = False) -> list[Part]:
@@ -80,12 +92,7 @@ def _parts_probed(evidence: Any, every: bool = False) -> list[Part]:
         if step.op == "mlp":
             parts: list[tuple[str, list[Any]]] = list(MLP_PROBES)
         else:
-            value = evidence.value
-            args = [
-                ProbeLeaf(r.index, float(value(r.index).reshape(-1)[0])) if isinstance(r, NodeRef) else r
-                for r in step.inputs
-            ]
-            parts = composite_parts(step.op, args) or []
+            parts = composite_parts(step.op, _args(evidence, i)) or []
         e, a = tape.expected[i]["parts"].array(), tape.actual[i]["parts"].array()
         if e.shape != a.shape or len(parts) != e.shape[0]:
             continue
@@ -97,21 +104,20 @@ def _parts_probed(evidence: Any, every: bool = False) -> list[Part]:
     return found
 
 
-def _probed(evidence: Any) -> list[tuple[str, Any, Any]]:
-    """(op, PyTorch's rule, the submission's) of every wrong rule probed alone: the case's
-    primitives (`_wrong_rules`) and the parts of its composites (`_parts_probed`), for the
-    slips that read the probe alone."""
-    rows = [(op, e, a) for _, op, e, a in _wrong_rules(evidence)]
-    return rows + [(part.op, part.expected, part.actual) for part in _parts_probed(evidence)]
+def _probes(evidence: Any) -> list[Part]:
+    """Every wrong rule probed alone, as a `Part`: the case's own primitives
+    (`_wrong_rules`, blamed op first) and those it runs inside its ops (`_parts_probed`)."""
+    own = [Part(i, op, e, a, _args(evidence, i), own=True) for i, op, e, a in _wrong_rules(evidence)]
+    return own + _parts_probed(evidence)
 
 
 def assigns(evidence: Any) -> dict[str, str] | None:
     """The rule replaced what its inputs held: each got its contribution less the seed the
     probe started it from (half of it when one leaf is both inputs, as in `a * a`)."""
-    for op, e, a in _probed(evidence):
-        held = a + PROBE_SEED
-        if not _same(a, 0.0) and any(_same(held, e * share) for share in (1.0, 0.5)):
-            return {"op": op}  # (a rule that adds nothing leaves the seed too: not told apart)
+    for p in _probes(evidence):
+        held = p.actual + PROBE_SEED
+        if not _same(p.actual, 0.0) and any(_same(held, p.expected * share) for share in (1.0, 0.5)):
+            return {"op": p.op}  # (a rule that adds nothing leaves the seed too: not told apart)
     return None
 
 
@@ -128,17 +134,17 @@ def adds_nothing(evidence: Any) -> dict[str, str] | None:
     tape = evidence.at_pass
     if not tape.actual:
         return None
-    rules = [(i, op, e, a, None) for i, op, e, a in _wrong_rules(evidence)]
-    rules += [(p.node, p.op, p.expected, p.actual, p.values) for p in _parts_probed(evidence)]
-    for i, op, e, a, values in rules:
-        if np.any(a != 0.0) or _same(e, 0.0) or _adds_somewhere(evidence, op):
+    for p in _probes(evidence):
+        e, a = p.expected, p.actual
+        if np.any(a != 0.0) or _same(e, 0.0) or _adds_somewhere(evidence, p.op):
             continue
-        if any(_same(value, 0.0) for value in (values or _step_values(evidence, i))):
-            continue  # (a part's values: what it met inside its op)
-        alone = [x for x in evidence.inputs(i) if tape.consumers(x) == [i]]
+        # a node's own value counts too; a part's, what it met inside its op
+        if any(_same(value, 0.0) for value in (_step_values(evidence, p.node) if p.own else p.values)):
+            continue
+        alone = [x for x in evidence.inputs(p.node) if tape.consumers(x) == [p.node]]
         got = [tape.actual[x].get("grad") for x in alone]
         if any(g is not None and not np.any(g.array() != 0.0) for g in got):
-            return {"op": op}
+            return {"op": p.op}
     return None
 
 
@@ -149,24 +155,19 @@ def input_left_out(evidence: Any) -> dict[str, str] | None:
     used twice (`a * a`), it got one of its two contributions. Field: which input. The
     case's own adds and muls, and those its composites are built from (`a + (-b)` in
     `a - b`)."""
-    rules = []
-    for i, op, e, a in _wrong_rules(evidence):
-        inputs = evidence.tape.steps[i].inputs
-        if op in ("add", "mul") and evidence.tape.steps[i].op == op and len(inputs) == 2:
-            refs = [r.index for r in inputs if isinstance(r, NodeRef)]
-            rules.append((op, e, a, len(refs) == 2 and refs[0] == refs[1]))
-    for part in _parts_probed(evidence):
-        if part.op in ("add", "mul") and len(part.args) == 2:
-            rules.append((part.op, part.expected, part.actual, part.args[0] is part.args[1]))
-    for op, e, a, one_leaf in rules:
+    for p in _probes(evidence):
+        if p.op not in ("add", "mul") or len(p.args) != 2:
+            continue
+        e, a, x, y = p.expected, p.actual, *p.args
+        one_leaf = isinstance(x, ProbeLeaf) and isinstance(y, ProbeLeaf) and x.key == y.key
         if len(a) == 2:
             for k in (0, 1):
                 ran = _same(a[1 - k], e[1 - k]) and not _same(e[1 - k], 0.0)  # the other's shows it runs
                 if a[k] == 0.0 and not _same(e[k], 0.0) and ran:
-                    return {"op": op, "input": ("self, its first input", "other, its second input")[k]}
+                    return {"op": p.op, "input": ("self, its first input", "other, its second input")[k]}
         elif one_leaf and len(a) == 1 and _same(a, e / 2) and not _same(e, 0.0):
-            both = "a * a" if op == "mul" else "a + a"
-            return {"op": op, "input": f"one of its inputs (in `{both}`, a gets both)"}
+            both = "a * a" if p.op == "mul" else "a + a"
+            return {"op": p.op, "input": f"one of its inputs (in `{both}`, a gets both)"}
     return None
 
 
@@ -196,12 +197,12 @@ def reads_grad(evidence: Any) -> dict[str, str] | None:
     """mul's rule multiplied by an input's gradient (`other.grad`) where its derivative needs
     the input's value (`other.data`): probed alone, an input got what the probe's seeds
     predict, whatever the inputs' values, where PyTorch's rule sends another number."""
-    for op, e, a in _probed(evidence):
-        if op == "mul" and any(
+    for p in _probes(evidence):
+        if p.op == "mul" and any(
             any(_same(got, model) for model in READS_GRAD) and not _same(got, want)
-            for got, want in zip(a, e, strict=True)
+            for got, want in zip(p.actual, p.expected, strict=True)
         ):
-            return {"op": op}
+            return {"op": p.op}
     return None
 
 
@@ -374,18 +375,13 @@ def own_input(evidence: Any) -> dict[str, str] | None:
     """mul's rule gave an input its own value times out.grad, where d(a*b)/da is b: the other
     input's (a number, in `a * 2`, is an input too). Told apart only where the two inputs
     differ: `a * a` is right either way."""
-    muls = []
-    for i, op, e, a in _wrong_rules(evidence):
-        inputs = evidence.tape.steps[i].inputs
-        if op == "mul" and len(inputs) == 2:
-            # each one's contribution, in a
-            leaves = [j for j, r in enumerate(inputs) if isinstance(r, NodeRef)]
-            muls.append((_step_values(evidence, i)[:2], leaves, e, a))
-    for part in _parts_probed(evidence):
-        if part.op == "mul" and len(part.args) == 2:
-            leaves = [j for j, x in enumerate(part.args) if isinstance(x, ProbeLeaf)]
-            muls.append((part.values, leaves, part.expected, part.actual))
-    for values, leaves, e, a in muls:
+    for p in _probes(evidence):
+        if p.op != "mul" or len(p.args) != 2:
+            continue
+        values, e, a = p.values, p.expected, p.actual
+        leaves = [
+            j for j, x in enumerate(p.args) if isinstance(x, ProbeLeaf)
+        ]  # each one's contribution, in a
         if _same(values[0], values[1]) or len(leaves) != len(a):
             continue
         # an input whose own value is 0 would get 0 either way: a rule that adds nothing
@@ -395,31 +391,29 @@ def own_input(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def _pow_rules(evidence: Any) -> list[tuple[int, Any, Any, Any, float, bool]]:
-    """(node, PyTorch's rule, the submission's, x, n, whether node i is the pow itself) for
-    each pow whose rule, probed alone, is wrong: a pow node of the case, or the pow a division
-    is built from (a `Part`), probed at the base it meets there."""
-    found = []
-    for i, op, e, a in _wrong_rules(evidence):
-        step = evidence.tape.steps[i]
-        if op == "pow" and len(step.inputs) == 2 and not isinstance(step.inputs[1], NodeRef):
-            found.append((i, e, a, evidence.value(evidence.inputs(i)[0]), float(step.inputs[1]), True))
-    for part in _parts_probed(evidence):
-        if part.op == "pow" and isinstance(part.args[0], ProbeLeaf) and len(part.expected) == 1:
-            x, n = part.values
-            found.append((part.node, part.expected, part.actual, np.array([x]), n, False))
-    return found
+def _pow_rules(evidence: Any) -> list[Part]:
+    """Each pow whose rule, probed alone, is wrong, to a number: a pow node of the case, or the
+    pow a division is built from, probed at the base it meets there."""
+    return [
+        p
+        for p in _probes(evidence)
+        if p.op == "pow"
+        and len(p.expected) == 1
+        and isinstance(p.args[0], ProbeLeaf)
+        and not isinstance(p.args[1], ProbeLeaf)
+    ]
 
 
 def power_off_by_one(evidence: Any) -> dict[str, str] | None:
     """pow's rule took x to the power n, n + 1 or n - 2 where the derivative has n - 1: what
     it sent is the right contribution times x, x**2, or over x (and in the case, where the
     pow is a node of its own: a division's is probed alone only)."""
-    for i, e, a, x, _, own in _pow_rules(evidence):
+    for p in _pow_rules(evidence):
+        i, e, a, x = p.node, p.expected, p.actual, np.float64(p.values[0])
         if _same(np.abs(x), 1.0) or _same(x, 0.0):  # (at 0, a * x is e = 0 for any a)
             continue
         for factor in (x, x * x, 1 / x):
-            if _same(a, e * factor) and not (own and _case_contradicts(evidence, i, _times(factor))):
+            if _same(a, e * factor) and not (p.own and _case_contradicts(evidence, i, _times(factor))):
                 return {"op": "pow"}
     return None
 
@@ -430,8 +424,9 @@ def power_precedence(evidence: Any) -> dict[str, str] | None:
     sends n * x**n - 1 times out.grad: probed alone, what it sent is one of those. (Neither
     model multiplies PyTorch's contribution, so the case's own numbers, where the rule may
     have run twice, are no second point: the probe's inputs are the case's own values.)"""
-    for _, e, a, x, n, _ in _pow_rules(evidence):
-        with np.errstate(all="ignore"):  # a negative x to a fractional n
+    for p in _pow_rules(evidence):
+        e, a, (x, n) = p.expected, p.actual, np.array(p.values)
+        with np.errstate(all="ignore"):  # a negative x to a fractional n: NaN
             powered = n * x**n
         for sent in (powered - PROBE_GRAD, (powered - 1) * PROBE_GRAD):
             if np.all(np.isfinite(sent)) and _same(a, sent) and not _same(sent, e):
@@ -496,7 +491,7 @@ def neg_outside_the_graph(evidence: Any) -> dict[str, str] | None:
     right: it is a new Value made from x's number, with no edge back to x. Or the same seen
     through a subtraction (`_negated_outside`)."""
     tape = evidence.tape
-    if _probed(evidence):  # a wrong rule elsewhere can cancel x's gradient out
+    if _probes(evidence):  # a wrong rule elsewhere can cancel x's gradient out
         return None
     for i, step in enumerate(tape.steps):
         if step.op != "neg" or not tape.actual or not evidence.inputs(i):
@@ -554,26 +549,11 @@ def _negated_outside(evidence: Any) -> dict[str, str] | None:
     return None
 
 
-def _relus(evidence: Any) -> list[tuple[int, Any, Any, float, bool]]:
-    """(node, PyTorch's rule, the submission's, x, whether node i is the relu itself) for
-    each relu whose rule, probed alone, is wrong: the case's, and those its MLPs run (at
-    the grader's x above and below 0)."""
-    found = [
-        (i, e, a, float(evidence.value(evidence.inputs(i)[0]).reshape(-1)[0]), True)
-        for i, op, e, a in _wrong_rules(evidence)
-        if op == "relu" and evidence.tape.steps[i].op == "relu"
-    ]
-    found += [
-        (p.node, p.expected, p.actual, p.values[0], False) for p in _parts_probed(evidence) if p.op == "relu"
-    ]
-    return found
-
-
 def relu_passes_negative(evidence: Any) -> dict[str, str] | None:
     """relu's rule sent a gradient back to an input below 0, where relu is flat: no mask, or
     its test the wrong way round."""
-    for _, e, a, x, _ in _relus(evidence):
-        if x < 0 and _same(e, np.zeros_like(e)) and not _same(a, e):
+    for p in _probes(evidence):
+        if p.op == "relu" and p.values[0] < 0 and _same(p.expected, 0.0) and not _same(p.actual, p.expected):
             return {"op": "relu"}
     return None
 
@@ -583,10 +563,12 @@ def relu_output_as_slope(evidence: Any) -> dict[str, str] | None:
     probed alone at an input above 0 (not 1), it sent the output times out.grad; and in the
     case (where the relu is a node of its own), an input only it uses got the output times
     its gradient."""
-    for i, e, a, x, own in _relus(evidence):
-        y = max(x, 0.0)
+    for p in _probes(evidence):
+        if p.op != "relu":
+            continue
+        e, a, y = p.expected, p.actual, max(p.values[0], 0.0)
         if y > 0 and not _same(y, 1.0) and _same(a, PROBE_GRAD * y) and _same(e, PROBE_GRAD):
-            if not (own and _case_contradicts(evidence, i, _times(y))):
+            if not (p.own and _case_contradicts(evidence, p.node, _times(y))):
                 return {"op": "relu"}
     return None
 
