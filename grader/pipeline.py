@@ -90,9 +90,11 @@ class InProcessRunner:
     expected: Callable[[str], Mapping[str, Quantity | None] | None] | None = None
     #: the ops a case uses (PyTorch's run says): a short budget if one's rule hung on the probe
     needs: Callable[[Case], Iterable[str]] | None = None
+    #: of them, in process, the timeout applies: each case's, and the import's
+    limits: Limits = field(default_factory=Limits)
 
     def run(self, submission: Path, cases: list[Case], yardstick: dict[str, float]) -> Runs:
-        engines = Submission(submission)
+        engines = Submission(submission, timeout=self.limits.timeout)
         runs = []
         for case in cases:
             engine = engines.engine(case.assignment)
@@ -173,8 +175,8 @@ def used_by(oracle: Oracle) -> Callable[[Case], set[str]]:
     return used
 
 
-def run_in_process(directory: Path, cases: list[Case]) -> list[Run]:
-    return InProcessRunner().run(directory, cases, {}).runs
+def run_in_process(directory: Path, cases: list[Case], limits: Limits | None = None) -> list[Run]:
+    return InProcessRunner(limits=limits or Limits()).run(directory, cases, {}).runs
 
 
 # ---- the steps ----
@@ -444,7 +446,7 @@ def select_cases(directory: Path, request: Request, oracle: Oracle | None = None
 
 def engine_for(request: Request, oracle: Oracle) -> Engine:
     if not request.sandbox:
-        return InProcessRunner(oracle.results_of, used_by(oracle))
+        return InProcessRunner(oracle.results_of, used_by(oracle), request.limits)
     secrets = [REPO / "reference", *([oracle.cache_dir] if oracle.cache_dir else [])]
     return SandboxRunner(request.limits, secrets, request.user, oracle.results_of, needs=used_by(oracle))
 

@@ -24,6 +24,7 @@ from grader.case.define import Case
 from grader.case.limits import (
     PROBE_CPU,
     SHORT_TIMEOUT,
+    TIMEOUT,
     TimePolicy,
     case_garbage,
     keep_heap,
@@ -165,14 +166,20 @@ class Submission:
     """The in-process engines of one submission's directory: one per assignment, loaded when
     first asked for, sharing one time policy (as the sandbox's workers of one submission do)."""
 
-    def __init__(self, directory: Path, refused: str | None = None, ends_after_run: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        refused: str | None = None,
+        ends_after_run: bool = False,
+        timeout: float = TIMEOUT,
+    ) -> None:
         self.directory = Path(directory)
         #: why the submission cannot be read at all (a hostile zip): every engine is this error
         self.refused = refused
         self.ends_after_run = ends_after_run
         if ends_after_run:
             keep_heap()
-        self.policy = TimePolicy()
+        self.policy = TimePolicy(timeout)
         self.engines: dict[str, InProcessEngine | SubmissionError] = {}
 
     def engine(self, assignment: str) -> InProcessEngine | SubmissionError:

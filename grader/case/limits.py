@@ -79,7 +79,7 @@ Location = tuple[str, int, str]  # (file, line, function) where a case was stuck
 @dataclass(frozen=True)
 class Limits:
     """What one submission may use. Times in seconds, sizes in MiB. The sandbox enforces
-    them all; in process, only the times apply."""
+    them all; in process, only the timeout applies."""
 
     timeout: float = TIMEOUT  # per case, and for importing the submission
     budget: float = 600.0  # for the whole submission, every case of every suite

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import shutil
 import signal
 import subprocess
@@ -278,12 +279,27 @@ def test_an_import_that_never_ends_fails_the_assignment_once_saying_where(tmp_pa
     shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "micrograd")
     engine = tmp_path / "micrograd" / "engine.py"
     engine.write_text("while True:\n    pass\n" + engine.read_text())
-    engines = Submission(tmp_path)
-    engines.policy = time_limits.TimePolicy(timeout=0.5)
+    engines = Submission(tmp_path, timeout=0.5)
     first = engines.engine("micrograd")
     assert isinstance(first, SubmissionError)
     assert str(first) == "importing micrograd failed: timed out after 0.5 s in <module> (engine.py, line 1)"
     assert engines.engine("micrograd") is first
+
+
+def test_grading_in_process_keeps_the_timeout_asked_for(tmp_path, oracle):
+    """`grade --in-process --timeout 0.5`: the import and each case get 0.5 s, as in the
+    sandbox. The option was dropped in process, and every case waited out the default 10 s."""
+    from grader import cli
+
+    shutil.copytree(REPO / "reference" / "micrograd", tmp_path / "sub" / "micrograd")
+    engine = tmp_path / "sub" / "micrograd" / "engine.py"
+    engine.write_text("while True:\n    pass\n" + engine.read_text())
+    results = tmp_path / "results.json"
+    argv = ["grade", str(tmp_path / "sub"), "--in-process", "--timeout", "0.5", "--assignment", "micrograd"]
+    assert cli.main([*argv, "--suite", "public", "--results", str(results)]) == 0
+    tests = json.loads(results.read_text())["tests"]
+    said = "importing micrograd failed: timed out after 0.5 s in <module> (engine.py, line 1)"
+    assert tests and all(said in test["output"] for test in tests), tests[:2]
 
 
 #: relu's rule in the reference
