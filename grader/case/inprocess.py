@@ -126,7 +126,7 @@ class InProcessEngine:
             try:
                 with limit:
                     lib = self.assignment.engine(self.modules, trace=case.trace)
-                    run = run_case(case, lib, self.roots, tape=False)
+                    run = run_case(case, lib, self.roots, tape=False, given=self.assignment.given)
             except hang.CaseTimedOut as exc:
                 where = self._where(exc)
                 fault = self.policy.out_of_budget(budget or 0.0, where, self.name, needs)

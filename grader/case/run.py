@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +36,9 @@ class Failure:
     message: str
     #: innermost frame of the submission's own code: (file, line, function)
     where: tuple[str, int, str] | None = None
-    #: the op gradient rule (needle's `X.gradient`) it was raised in or under, if any: what
-    #: a slip's detector reads, where the message says it in words
+    #: the op gradient rule (needle's `X.gradient`) it was raised in or under, if any (for a
+    #: RecursionError in a helper of the student's, the part that called it: `entered_from`):
+    #: what the failure is laid at and a slip's detector reads, where the message says it in words
     rule: str | None = None
 
     @property
@@ -144,12 +146,16 @@ def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[s
     """Keep the type, a bounded message and the innermost frame inside the submission. For a
     case that ran out of time, the innermost frame of the student's own code: not one of the
     functions the template gives whole (`given`: see `hang.where`). For a RecursionError, the
-    innermost frame of the function that recursed (`recursing`)."""
+    innermost frame of the function that recursed (`recursing`). An exception raised in a
+    function given whole (Reshape.compute, handed a shape it cannot take) keeps that place,
+    and the message names the student's own line that called it (a helper of theirs, inside
+    the rule that was running): the given line is right, and it is not where to look."""
     where = getattr(exc, "where", None)  # an account of the exception may say where
     where = where if isinstance(where, tuple) and len(where) == 3 else None
     rule = None  # the innermost op gradient rule (needle's `X.gradient`) on the way
     passed = given if isinstance(exc, (hang.CaseTimedOut, hang.WallTimeout)) else frozenset()
     own = None  # the innermost frame not in `passed`
+    mine = None  # the innermost frame not in `given`: the student's own
     frames: list[tuple[str, int, str]] = []  # the submission's, outermost first
     tb = exc.__traceback__
     while tb is not None:
@@ -158,22 +164,48 @@ def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[s
             where = (filename.name, tb.tb_lineno, function_name(tb.tb_frame.f_code))
             frames.append(where)
             own = own if where[2] in passed else where
+            mine = mine if where[2] in given else where
             if where[2].endswith(".gradient"):
                 rule = where
         tb = tb.tb_next
     where = own or where
     if isinstance(exc, RecursionError) and frames:
         where = recursing(frames)
-        rule = where if where[2].endswith(".gradient") else None
+        rule = where if where[2].endswith(".gradient") else entered_from(frames, where)
     message = said(exc)
     left_in = LEFT_IN.get((type(exc).__name__, message))
     if left_in is not None:
         message = f"{message}: {left_in}" if message else left_in
     if len(message) > MAX_TEXT:
         message = message[:MAX_TEXT] + " ..."
-    if rule is not None and rule != where:
-        message += f" (raised while running {rule[2]}, {rule[0]} line {rule[1]})"
+    caller = mine if mine not in (None, where, rule) and not isinstance(exc, RecursionError) else None
+    while_running = f"while running {rule[2]}, {rule[0]} line {rule[1]}" if rule not in (None, where) else ""
+    if caller is not None:
+        message += f" (called from {caller[2]}, {caller[0]} line {caller[1]}{', ' if while_running else ''}"
+        message += f"{while_running})"
+    elif while_running:
+        message += f" (raised {while_running})"
     return Failure(type(exc).__name__, message, where, rule[2] if rule is not None else None)
+
+
+def entered_from(
+    frames: list[tuple[str, int, str]], where: tuple[str, int, str]
+) -> tuple[str, int, str] | None:
+    """Of a RecursionError's frames (outermost first), the one that started the recursion of
+    `where`'s function, when that is a helper of the student's, defined on its own (a method
+    `Value._build_topo`, a function `build_topo`) and called from another part (backward, the
+    sort): the failure is that part's, as it is when the helper is nested in it. None for an
+    operator method (`__rmul__` calling itself is the operator's own slip), a nested helper
+    (already laid at the function it is nested in), or a recursion with no caller of the
+    submission's."""
+    function = where[2]
+    if re.fullmatch(r"__\w+__", function.rsplit(".", 1)[-1]):
+        return None
+    first = next(i for i, frame in enumerate(frames) if frame[2] == function)
+    caller = frames[first - 1] if first > 0 else None
+    if caller is None or function.startswith(caller[2] + "."):
+        return None
+    return caller
 
 
 def recursing(frames: list[tuple[str, int, str]]) -> tuple[str, int, str]:
@@ -221,10 +253,17 @@ def _cause(lib: Any, exc: BaseException) -> BaseException:
         return exc
 
 
-def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool = True) -> Run:
+def run_case(
+    case: Case,
+    lib: Any,
+    roots: list[Path] | None = None,
+    tape: bool = True,
+    given: frozenset[str] = frozenset(),
+) -> Run:
     """Run `case` on `lib`. With `roots` (the submission's directories), an exception
     becomes a `Failure`; without (the oracle), it propagates: a broken oracle case is a bug.
     `tape=False` leaves the tape unread (`lib.read_tape()` reads it later, if need be).
+    `given`: the functions the template gives whole (`describe_exception`).
 
     A case whose declared needs the submission lacks does not run; one that stops on an op
     the submission lacks (`MissingOp`) is not graded either. Everything else is graded."""
@@ -243,7 +282,7 @@ def run_case(case: Case, lib: Any, roots: list[Path] | None = None, tape: bool =
     except BaseException as exc:
         if roots is None or isinstance(exc, PASSED_THROUGH):
             raise
-        failure = describe_exception(_cause(lib, exc), roots)
+        failure = describe_exception(_cause(lib, exc), roots, given)
         return Run(needs=lib.needs(), failure=failure)
     return Run(
         results=results,

@@ -256,7 +256,7 @@ def serve(channel: Channel, job: dict[str, Any], cases: dict[str, Any]) -> NoRet
                 try:
                     with hang.cpu_budget(budgets.get(case_id)):
                         lib = assignment.engine(modules, trace=case.trace)
-                        run = run_case(case, lib, [work], tape=False)
+                        run = run_case(case, lib, [work], tape=False, given=assignment.given)
                 except SystemExit as exc:  # the case's fault, as in process: the worker goes on
                     run = Run(failure=exit_failure(exc, [work]))
                 except BaseException as exc:  # out of CPU; or a KeyboardInterrupt, the submission's own here

@@ -700,6 +700,35 @@ def test_a_value_gone_wrong_before_an_exception_is_named_in_the_sandbox_too(case
     assert "and then the case raised: ValueError in Value.log" in result.message
 
 
+@pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
+def test_an_exception_in_given_code_names_the_students_line_that_called_it(cases, oracle, tmp_path, sandbox):
+    """Reshape.compute, which the template gives whole, raises on the shape a helper of the
+    student's handed it (`_sum_to_shape`, which BroadcastTo's and MatMul's rules share): the
+    message keeps the place it was raised and names the student's own line that called it,
+    with the rule that was running. It named only the given line and the rule, not the
+    helper where the mistake is."""
+    from tests.harness.grading import grade
+
+    submission = materialize(NEEDLE_BUGS["broadcast-axes-from-the-left"], tmp_path / "left")
+    ids = (
+        "needle/test_broadcast::broadcast_gradient[prepend]",
+        "needle/test_finite_differences::fd_softmax_loss",
+    )
+    report = grade(
+        submission, "public", ("needle",), oracle=oracle, sandbox=sandbox, keep=lambda c: c.id in ids
+    )
+    messages = {r.id: r.message for r in report.results if not r.passed}
+    assert messages.keys() == set(ids), messages
+    helper = re.compile(
+        r"^ValueError in Reshape\.compute \(ops\.py, line \d+\): cannot reshape .* \(called from "
+        r"_sum_to_shape, ops\.py line \d+, while running (\w+)\.gradient, ops\.py line \d+\)$"
+    )
+    running = {i: helper.match(m.splitlines()[0]) for i, m in messages.items()}
+    assert {i: m and m[1] for i, m in running.items()} == dict(
+        zip(ids, ("BroadcastTo", "MatMul"), strict=True)
+    ), messages
+
+
 def survey() -> int:
     """Every bug of both banks graded on every case of its assignment: what its failures are
     laid at (the rule the class dashboard counts each under; "-" for no one), one line a bug."""

@@ -20,6 +20,22 @@ RECURSIVE_TOPO = """\
         build_topo(self)
 """
 
+#: the recursive sort as a method of its own, which backward() calls (not nested in it)
+TOPO_METHOD_CALL = """\
+        topo, visited = [], set()
+        self._build_topo(topo, visited)
+"""
+TOPO_METHOD = """
+    def _build_topo(self, topo, visited):
+        if self not in visited:
+            visited.add(self)
+            for child in self._prev:
+                child._build_topo(topo, visited)
+            topo.append(self)
+
+    def backward(self):
+"""
+
 BREADTH_FIRST = """\
         self.grad = 1.0
         queue, seen = [self], {self}
@@ -434,6 +450,14 @@ BUGS = [
             "test_hidden_graph::hidden_deep_mixed_chain",
         ],
         says=("RecursionError", "Value.backward", "iterative"),
+        slip=("iterative",),
+    ),
+    Bug(
+        "recursive-topo-method",
+        "backward() sorts the graph with a recursive method of Value's own: RecursionError on deep graphs",
+        [(ENGINE, ITERATIVE_TOPO, TOPO_METHOD_CALL), (ENGINE, "\n    def backward(self):\n", TOPO_METHOD)],
+        caught_by=["test_deep::chain_5000", "test_hidden_graph::hidden_deep_mixed_chain"],
+        says=("RecursionError in Value._build_topo", "while running Value.backward"),
         slip=("iterative",),
     ),
     Bug(

@@ -43,6 +43,24 @@ RECURSIVE_TOPO = """\
         visit(root)
     return topo_order
 """
+#: the recursive search as a function of its own, as some homework has it (`topo_sort_dfs`)
+DFS_CALL = """\
+    topo_order, visited = [], set()
+    for root in node_list:
+        topo_sort_dfs(root, visited, topo_order)
+    return topo_order
+"""
+DFS = """def topo_sort_dfs(node, visited, topo_order):
+    if node in visited:
+        return
+    visited.add(node)
+    for inp in node.inputs:
+        topo_sort_dfs(inp, visited, topo_order)
+    topo_order.append(node)
+
+
+def find_topo_sort(node_list):
+"""
 OPS = "needle/ops.py"
 
 BUGS = [
@@ -898,6 +916,14 @@ BUGS = [
         [(AUTOGRAD, ITERATIVE_TOPO, RECURSIVE_TOPO)],
         caught_by=["test_topo::deep_chain", "test_hidden_graph::hidden_deep_backward"],
         says=("RecursionError",),
+        slip=("iterative",),
+    ),
+    Bug(
+        "recursive-topo-dfs",
+        "find_topo_sort calls a recursive search of its own (topo_sort_dfs): RecursionError on deep chains",
+        [(AUTOGRAD, ITERATIVE_TOPO, DFS_CALL), (AUTOGRAD, "def find_topo_sort(node_list):\n", DFS)],
+        caught_by=["test_topo::deep_chain", "test_hidden_graph::hidden_deep_backward"],
+        says=("RecursionError in topo_sort_dfs", "while running find_topo_sort"),
         slip=("iterative",),
     ),
     Bug(
