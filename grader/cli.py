@@ -329,7 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write HTML feedback here: students/<name>.html for the student, index.html for you",
     )
-    p.add_argument("--in-process", action="store_true", help="no sandbox: only for trusted code")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="no sandbox, only for trusted code: --timeout applies, --budget and --memory do not",
+    )
     p.add_argument(
         "--audience",
         choices=[a.value for a in Audience],
