@@ -668,7 +668,9 @@ class NeedleBackend(TensorBackend):
         """backward() from d = b + b, b = x * 3 on a fresh leaf x, once d's rule alone sends
         each b its out_grad: 1 when x then holds 6 (b processed once, its two partial adjoints
         added), 0 when it holds 12 (b processed once per path to it, so the adjoint it sends x
-        is added twice), None when the probe cannot tell."""
+        is added twice), 2 when it holds 3 (b kept one of its two partial adjoints, or its rule
+        was handed the output's out_grad: `rules_get_node_grad` tells the two apart), None
+        when the probe cannot tell."""
         data = np.array([0.5, -1.5, 2.0], dtype="float32")
         try:
             x = self.Tensor(data, requires_grad=True)
@@ -681,7 +683,8 @@ class NeedleBackend(TensorBackend):
             got = _data(x.grad)
         except Exception:
             return None
-        return _answer(got, data.shape, {1.0: np.full_like(data, 6.0), 0.0: np.full_like(data, 12.0)})
+        twelve, six, three = (np.full_like(data, n) for n in (12.0, 6.0, 3.0))
+        return _answer(got, data.shape, {1.0: six, 0.0: twelve, 2.0: three})
 
     def _rules_get_node_grad(self) -> Quantity | None:
         """backward() from u = (x * 3) * 5, x a fresh leaf, once x * 3 alone gave x its 3: 1

@@ -717,11 +717,20 @@ def pow_exponent_without_log(evidence: Any) -> dict[str, str] | None:
 def one_adjoint_kept(evidence: Any) -> dict[str, str] | None:
     """The rules that send a node its partial adjoints are right, and the node's gradient
     is one of those adjoints, not their sum: backward kept one (the last it stored, or the
-    first)."""
+    first). Where the tape cannot show it (a gradient read inside the case, `g = grad(x)`,
+    whose backward's nodes are not on the tape), backward run from d = b + b (b = x * 3) on
+    a fresh leaf x left x 3 where 6 is due (the adapter's `processed_once` probe), while from
+    (x * 3) * 5 it gave x its 15: each rule got its own node's gradient, and b kept one of
+    the two adjoints d's rule sent it."""
     i = evidence.diagnosis.wrong
-    if evidence.diagnosis.blame != "backward" or i is None:
-        return None
-    return {} if evidence.single_adjoint(i) else None
+    if evidence.diagnosis.blame not in ("backward", ""):
+        return None  # a rule is wrong: that is what to fix first
+    if evidence.diagnosis.blame == "backward" and i is not None and evidence.single_adjoint(i):
+        return {}
+    kept_one = _probe_said(evidence, "processed_once", 2.0) and _probe_said(
+        evidence, "rules_get_node_grad", 1.0
+    )
+    return {} if kept_one and evidence.mismatches else None
 
 
 def adjoints_added_again(evidence: Any) -> dict[str, str] | None:

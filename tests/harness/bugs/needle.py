@@ -315,7 +315,12 @@ BUGS = [
                 "            node_to_output_grads_list[inp] = [grad]",
             )
         ],
-        caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
+        # the last: a gradient read inside the case, whose backward's nodes are not on the tape
+        caught_by=[
+            "test_composite::partial_adjoints_summed",
+            "test_composite::diamond",
+            "test_higher_order::gradient_norm",
+        ],
         says=("partial adjoints",),
         slip=("only one of the partial adjoints", "add them up"),
     ),
@@ -329,7 +334,12 @@ BUGS = [
                 "        node.grad = node_to_output_grads_list[node][0]\n",
             )
         ],
-        caught_by=["test_composite::partial_adjoints_summed", "test_composite::diamond"],
+        # the last: a gradient read inside the case, whose backward's nodes are not on the tape
+        caught_by=[
+            "test_composite::partial_adjoints_summed",
+            "test_composite::diamond",
+            "test_higher_order::gradient_norm",
+        ],
         says=("partial adjoints",),
         slip=("only one of the partial adjoints", "add them up"),
     ),
