@@ -115,6 +115,14 @@ REFLECTED = {
 }
 
 
+def operator_method(function: str) -> bool:
+    """Is `function` (a qualified name) a node class's operator method (`Value.__rmul__`)?
+    One that recursed calls itself as an operator does for any graph (`calls_itself`); any
+    other function that recursed walked the graph, a call per node."""
+    method = function.rsplit(".", 1)[-1]
+    return "." in function and method.startswith("__") and method.endswith("__")
+
+
 def calls_itself(line: str) -> Slip:
     """The slip of an operator that calls itself without end (directly, or through the
     operators it uses): a RecursionError whose recursing function (`grader.case.run.
@@ -130,9 +138,9 @@ def calls_itself(line: str) -> Slip:
         if failure is None or failure.type != "RecursionError" or failure.where is None:
             return None
         function = failure.where[2]
-        method = function.rsplit(".", 1)[-1]
-        if "." not in function or not (method.startswith("__") and method.endswith("__")):
+        if not operator_method(function):
             return None
+        method = function.rsplit(".", 1)[-1]
         why = ""
         if method in REFLECTED:
             op = REFLECTED[method]

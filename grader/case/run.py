@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from grader.assignments import operator_method
 from grader.case import hang
 from grader.case.backend import MissingOp
 from grader.case.define import Case
@@ -179,12 +179,12 @@ def describe_exception(exc: BaseException, roots: list[Path], given: frozenset[s
     if len(message) > MAX_TEXT:
         message = message[:MAX_TEXT] + " ..."
     caller = mine if mine not in (None, where, rule) and not isinstance(exc, RecursionError) else None
-    while_running = f"while running {rule[2]}, {rule[0]} line {rule[1]}" if rule not in (None, where) else ""
+    running = f"while running {rule[2]}, {rule[0]} line {rule[1]}" if rule not in (None, where) else ""
     if caller is not None:
-        message += f" (called from {caller[2]}, {caller[0]} line {caller[1]}{', ' if while_running else ''}"
-        message += f"{while_running})"
-    elif while_running:
-        message += f" (raised {while_running})"
+        running = f", {running}" if running else ""
+        message += f" (called from {caller[2]}, {caller[0]} line {caller[1]}{running})"
+    elif running:
+        message += f" (raised {running})"
     return Failure(type(exc).__name__, message, where, rule[2] if rule is not None else None)
 
 
@@ -199,7 +199,7 @@ def entered_from(
     (already laid at the function it is nested in), or a recursion with no caller of the
     submission's."""
     function = where[2]
-    if re.fullmatch(r"__\w+__", function.rsplit(".", 1)[-1]):
+    if operator_method(function):
         return None
     first = next(i for i, frame in enumerate(frames) if frame[2] == function)
     caller = frames[first - 1] if first > 0 else None
